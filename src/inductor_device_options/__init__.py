@@ -1,0 +1,63 @@
+"""Give TorchInductor the C++ compile options of an out-of-tree device.
+
+A backend registers a provider for its device type::
+
+    import inductor_device_options as ido
+
+    def npu_options(device_type, aot_mode, compile_only):
+        options = ido.default_cpp_device_options(device_type, aot_mode, compile_only)
+        options.definitions.append("USE_NPU")
+        return options
+
+    ido.register_cpp_device_options("npu", npu_options)
+
+Importing this package does not import ``torch._inductor``: the hook installs itself
+when ``torch._inductor.cpp_builder`` is first imported.
+"""
+
+from __future__ import annotations
+
+from ._errors import (
+    CppDeviceOptionsError,
+    InvalidCppDeviceOptionsError,
+    InvalidDeviceTypeError,
+    InvalidProviderError,
+    ProviderLoadError,
+    ReservedDeviceTypeError,
+)
+from ._hook import HookState, arm, default_cpp_device_options, get_cpp_device_options, hook_state
+from ._options import CppDeviceOptions
+from ._registry import (
+    ENTRY_POINT_GROUP,
+    RESERVED_DEVICE_TYPES,
+    CppDeviceOptionsCallback,
+    registered_device_types,
+)
+from ._registry import register as register_cpp_device_options
+from ._registry import registered as registered_cpp_device_options
+from ._registry import unregister as unregister_cpp_device_options
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "RESERVED_DEVICE_TYPES",
+    "CppDeviceOptions",
+    "CppDeviceOptionsCallback",
+    "CppDeviceOptionsError",
+    "HookState",
+    "InvalidCppDeviceOptionsError",
+    "InvalidDeviceTypeError",
+    "InvalidProviderError",
+    "ProviderLoadError",
+    "ReservedDeviceTypeError",
+    "default_cpp_device_options",
+    "get_cpp_device_options",
+    "hook_state",
+    "register_cpp_device_options",
+    "registered_cpp_device_options",
+    "registered_device_types",
+    "unregister_cpp_device_options",
+]
+
+arm()

@@ -1,0 +1,385 @@
+"""Locate an Ascend CANN toolkit and a torch_npu install on disk.
+
+Pure file-system discovery for :mod:`inductor_device_options.ascend`: no torch,
+no torch_npu import, no device runtime.  Everything here is a function of the
+environment variables, ``sys.path`` and the files on disk; the results are
+cached per process by :mod:`inductor_device_options.ascend`.
+
+What the layouts look like (what this module relies on)
+-------------------------------------------------------
+* torch_npu 2.14.0 ``torch_npu/_inductor/cpp_builder.py`` uses
+  ``$ASCEND_HOME_PATH`` only and adds ``include``, ``pkg_inc``,
+  ``pkg_inc/profiling``, ``include/experiment``, ``include/experiment/msprof``
+  and ``lib64`` under it; it links ``torch_npu``, ``runtime`` and ``ascendcl``.
+  Its wheel ships ``torch_npu/include`` and ``torch_npu/lib/libtorch_npu.so``;
+  ``torch_npu/utils/cpp_extension.py`` takes the install dir as
+  ``dirname(realpath(torch_npu.__file__))`` and the library dir may be
+  overridden with ``LIBTORCH_NPU_PATH``.
+* CANN's ``set_env.sh`` exports both ``ASCEND_TOOLKIT_HOME`` and
+  ``ASCEND_HOME_PATH`` (the same directory).  Up to 8.3 the toolkit installs
+  to ``/usr/local/Ascend/ascend-toolkit/<version>`` with a ``latest`` link;
+  from 8.5 on it installs to ``/usr/local/Ascend/cann`` (a link to
+  ``cann-<version>``), non-root installs to ``$HOME/Ascend/...`` (CANN
+  installation guide, "File Paths", 8.0.0 and 8.5.0).
+* The real files live in the ``<arch>-linux/`` sub-tree (``x86_64-linux``,
+  ``aarch64-linux``): the npu-runtime package (``hicann/runtime``
+  ``cmake/package.cmake``) installs ``<arch>-linux/include/acl``,
+  ``<arch>-linux/pkg_inc/{runtime,profiling,...}`` and
+  ``<arch>-linux/lib64/lib{acl_rt,runtime,...}.so``; ``include``, ``lib64`` and
+  ``pkg_inc`` at the top are views (links) of those.  Both are searched.
+* ``runtime/rt.h`` was ``include/experiment/runtime/runtime/rt.h`` in the
+  classic toolkit and is ``pkg_inc/runtime/runtime/rt.h`` from 8.5 on, so
+  ``include/experiment/runtime`` and ``pkg_inc/runtime`` are added when present
+  (as Ascend's own samples and CMake modules do).  CANN 9.1 keeps
+  ``prof_common.h`` in ``include/experiment/msprof/toolchain``.
+* ``libascendcl.so`` is being replaced by split libraries: the runtime part of
+  AscendCL (``aclrt*``, what Inductor-generated code calls) is
+  ``libacl_rt.so``.  When ``libascendcl.so`` is absent, the split libraries in
+  :data:`ACL_SPLIT_LIBRARIES` that the release ships are linked instead.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from inductor_device_options import CppDeviceOptionsError
+
+__all__ = [
+    "ACL_SPLIT_LIBRARIES",
+    "CANN_ENV_VARS",
+    "CANN_INCLUDE_SUBDIRS",
+    "DEFAULT_CANN_ROOTS",
+    "ENV_LIBTORCH_NPU_PATH",
+    "ENV_TORCH_NPU_INSTALL_PATH",
+    "AscendOptionsError",
+    "CannInstall",
+    "CannNotFoundError",
+    "TorchNpuInstall",
+    "TorchNpuNotFoundError",
+    "cann_arch",
+    "find_cann",
+    "find_torch_npu",
+]
+
+#: Environment variables naming the CANN install, in the order they are tried.
+CANN_ENV_VARS: tuple[str, ...] = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME")
+
+#: Default install locations tried after the environment variables ("~" is
+#: expanded when tried): root installs of 8.5+ and of the classic toolkit, then
+#: the same for non-root installs.
+DEFAULT_CANN_ROOTS: tuple[str, ...] = (
+    "/usr/local/Ascend/cann",
+    "/usr/local/Ascend/ascend-toolkit/latest",
+    "~/Ascend/cann",
+    "~/Ascend/ascend-toolkit/latest",
+)
+
+#: Include directories under a CANN home, in ``-I`` order; each is used when
+#: it exists at the top or in the ``<arch>-linux`` sub-tree.  The first five
+#: are torch_npu 2.14.0's list.
+CANN_INCLUDE_SUBDIRS: tuple[str, ...] = (
+    "include",
+    "pkg_inc",
+    "pkg_inc/profiling",
+    "include/experiment",
+    "include/experiment/msprof",
+    "include/experiment/runtime",
+    "pkg_inc/runtime",
+    "include/experiment/msprof/toolchain",
+)
+
+#: Libraries linked instead of ``ascendcl`` when a release has no
+#: ``libascendcl.so`` (those present are used, in this order).
+ACL_SPLIT_LIBRARIES: tuple[str, ...] = ("acl_rt",)
+
+#: Overrides where torch_npu is installed (the ``torch_npu`` package directory).
+ENV_TORCH_NPU_INSTALL_PATH = "PYTORCH_NPU_INSTALL_PATH"
+#: Overrides the directory holding ``libtorch_npu.so`` (as torch_npu does).
+ENV_LIBTORCH_NPU_PATH = "LIBTORCH_NPU_PATH"
+
+_SET_ENV_HINT = (
+    "source CANN's environment script, e.g. `source /usr/local/Ascend/cann/set_env.sh` "
+    "(CANN 8.5 and later) or `source /usr/local/Ascend/ascend-toolkit/set_env.sh` "
+    "(earlier releases), or set ASCEND_HOME_PATH to the CANN install directory"
+)
+
+
+class AscendOptionsError(CppDeviceOptionsError):
+    """The Ascend ``npu`` compile options cannot be produced."""
+
+
+class CannNotFoundError(AscendOptionsError):
+    """No usable CANN toolkit was found; the message lists every place tried."""
+
+    def __init__(self, tried: Sequence[tuple[str, str]]) -> None:
+        self.tried: tuple[tuple[str, str], ...] = tuple(tried)
+        lines = [
+            "Could not find the Ascend CANN toolkit needed to compile Inductor kernels "
+            "for the 'npu' device.",
+            "Tried:",
+            *(f"  - {where}: {why}" for where, why in self.tried),
+            f"Fix: {_SET_ENV_HINT}.",
+        ]
+        super().__init__("\n".join(lines))
+
+
+class TorchNpuNotFoundError(AscendOptionsError):
+    """torch_npu (or its ``libtorch_npu.so``) was not found; lists every place tried."""
+
+    def __init__(self, tried: Sequence[tuple[str, str]], fix: str) -> None:
+        self.tried: tuple[tuple[str, str], ...] = tuple(tried)
+        lines = [
+            "Could not find torch_npu, which Inductor needs to compile kernels "
+            "for the 'npu' device.",
+            "Tried:",
+            *(f"  - {where}: {why}" for where, why in self.tried),
+            f"Fix: {fix}.",
+        ]
+        super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class CannInstall:
+    """A CANN toolkit found on disk (all paths are real paths)."""
+
+    #: The candidate as found (e.g. ``/usr/local/Ascend/ascend-toolkit/latest``).
+    root: str
+    #: Where it came from: an environment variable name or ``"default"``.
+    source: str
+    #: ``root`` with every symlink resolved (the versioned directory).
+    home: str
+    #: ``<arch>-linux`` sub-tree name that was searched.
+    arch_dir: str
+    include_dirs: tuple[str, ...]
+    library_dirs: tuple[str, ...]
+    #: CANN libraries to link: ``runtime`` and ``ascendcl`` (or the split ones).
+    libraries: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TorchNpuInstall:
+    """A torch_npu install found without importing it (real paths)."""
+
+    #: The ``torch_npu`` package directory.
+    package_dir: str
+    #: How it was found: ``PYTORCH_NPU_INSTALL_PATH``, ``find_spec`` or ``metadata``.
+    source: str
+    #: ``<package_dir>/include`` when it exists, else ``None``.
+    include_dir: str | None
+    #: The directory holding ``libtorch_npu.so``.
+    library_dir: str
+
+
+def cann_arch(machine: str | None = None) -> str:
+    """The ``<arch>-linux`` directory name CANN uses for this machine."""
+    m = (machine if machine is not None else platform.machine()).lower()
+    m = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}.get(m, m)
+    return f"{m}-linux"
+
+
+def _existing_real_dirs(candidates: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for c in candidates:
+        if os.path.isdir(c):
+            real = os.path.realpath(c)
+            if real not in out:
+                out.append(real)
+    return out
+
+
+def _probe_cann(root: str, arch_dir: str) -> CannInstall | str:
+    """A CannInstall for ``root``, or why ``root`` is not a CANN toolkit."""
+    if not os.path.exists(root):
+        return "does not exist"
+    if not os.path.isdir(root):
+        return "is not a directory"
+    home = os.path.realpath(root)
+
+    def views(sub: str) -> list[str]:
+        return [os.path.join(home, sub), os.path.join(home, arch_dir, sub)]
+
+    include_roots = _existing_real_dirs(views("include"))
+    if not any(os.path.isfile(os.path.join(d, "acl", "acl.h")) for d in include_roots):
+        return f"no acl/acl.h under include/ or {arch_dir}/include/"
+
+    library_dirs = _existing_real_dirs(views("lib64"))
+    present: set[str] = set()
+    for d in library_dirs:
+        try:
+            present.update(os.listdir(d))
+        except OSError:
+            continue
+    if "libascendcl.so" in present:
+        acl = ["ascendcl"]
+    else:
+        acl = [lib for lib in ACL_SPLIT_LIBRARIES if f"lib{lib}.so" in present]
+    if not acl:
+        wanted = ", ".join(f"lib{lib}.so" for lib in ("ascendcl", *ACL_SPLIT_LIBRARIES))
+        return f"no AscendCL runtime library ({wanted}) under lib64/ or {arch_dir}/lib64/"
+    # libruntime.so ships with every release (classic toolkit and npu-runtime).
+    runtime = ["runtime"] if "libruntime.so" in present else []
+
+    include_dirs: list[str] = []
+    for sub in CANN_INCLUDE_SUBDIRS:
+        for d in _existing_real_dirs(views(sub)):
+            if d not in include_dirs:
+                include_dirs.append(d)
+    return CannInstall(
+        root=root,
+        source="",
+        home=home,
+        arch_dir=arch_dir,
+        include_dirs=tuple(include_dirs),
+        library_dirs=tuple(library_dirs),
+        libraries=(*runtime, *acl),
+    )
+
+
+def find_cann(
+    environ: Mapping[str, str],
+    default_roots: Sequence[str],
+    machine: str | None = None,
+) -> CannInstall:
+    """Find CANN: the environment variables, then ``default_roots``, first usable wins.
+
+    A set variable that does not point at a usable toolkit is skipped with a
+    :class:`RuntimeWarning` naming it (a stale ``set_env.sh`` after an
+    upgrade is the usual cause); when nothing is usable,
+    :class:`CannNotFoundError` lists every place tried and why it failed.
+    """
+    arch_dir = cann_arch(machine)
+    tried: list[tuple[str, str]] = []
+    skipped_env: list[str] = []
+    candidates: list[tuple[str, str, str]] = []  # (label, path, source)
+    for var in CANN_ENV_VARS:
+        value = environ.get(var, "")
+        if not value:
+            tried.append((var, "not set"))
+            continue
+        candidates.append((f"{var}={value}", value, var))
+    for root in default_roots:
+        path = os.path.expanduser(root)
+        candidates.append((path, path, "default"))
+
+    seen: set[str] = set()
+    for label, path, source in candidates:
+        key = os.path.abspath(path)
+        if key in seen:
+            tried.append((label, "already tried"))
+            continue
+        seen.add(key)
+        found = _probe_cann(path, arch_dir)
+        if isinstance(found, CannInstall):
+            if skipped_env:
+                warnings.warn(
+                    f"Ignoring {'; '.join(skipped_env)}; using the CANN toolkit at "
+                    f"{found.home} instead",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
+            return CannInstall(
+                root=path,
+                source=source,
+                home=found.home,
+                arch_dir=found.arch_dir,
+                include_dirs=found.include_dirs,
+                library_dirs=found.library_dirs,
+                libraries=found.libraries,
+            )
+        tried.append((label, found))
+        if source != "default":
+            skipped_env.append(f"{label} ({found})")
+    raise CannNotFoundError(tried)
+
+
+def _torch_npu_from_dir(
+    package_dir: str, source: str, environ: Mapping[str, str], tried: list[tuple[str, str]]
+) -> TorchNpuInstall | None:
+    package_dir = os.path.realpath(package_dir)
+    include = os.path.join(package_dir, "include")
+    lib_override = environ.get(ENV_LIBTORCH_NPU_PATH, "")
+    library_dir = lib_override or os.path.join(package_dir, "lib")
+    if not os.path.isfile(os.path.join(library_dir, "libtorch_npu.so")):
+        where = f"{ENV_LIBTORCH_NPU_PATH}={lib_override}" if lib_override else library_dir
+        tried.append((where, "no libtorch_npu.so"))
+        return None
+    return TorchNpuInstall(
+        package_dir=package_dir,
+        source=source,
+        include_dir=os.path.realpath(include) if os.path.isdir(include) else None,
+        library_dir=os.path.realpath(library_dir),
+    )
+
+
+def find_torch_npu(environ: Mapping[str, str]) -> TorchNpuInstall:
+    """Find the torch_npu package directory without importing torch_npu.
+
+    Order: ``$PYTORCH_NPU_INSTALL_PATH`` (the ``torch_npu`` package directory),
+    ``importlib.util.find_spec("torch_npu")`` (which locates a top-level
+    package without executing it), then the ``torch_npu`` distribution's
+    files via :mod:`importlib.metadata`.  ``$LIBTORCH_NPU_PATH`` overrides the
+    directory of ``libtorch_npu.so`` as in torch_npu.
+    """
+    tried: list[tuple[str, str]] = []
+    override = environ.get(ENV_TORCH_NPU_INSTALL_PATH, "")
+    if override:
+        label = f"{ENV_TORCH_NPU_INSTALL_PATH}={override}"
+        if not os.path.isdir(override):
+            tried.append((label, "is not a directory"))
+        else:
+            found = _torch_npu_from_dir(override, ENV_TORCH_NPU_INSTALL_PATH, environ, tried)
+            if found is not None:
+                return found
+    else:
+        tried.append((ENV_TORCH_NPU_INSTALL_PATH, "not set"))
+
+    spec_dir: str | None = None
+    try:
+        spec = importlib.util.find_spec("torch_npu")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None:
+        if spec.submodule_search_locations:
+            spec_dir = next(iter(spec.submodule_search_locations))
+        elif spec.origin:
+            spec_dir = os.path.dirname(spec.origin)
+    if spec_dir is None:
+        tried.append(("importlib.util.find_spec('torch_npu')", "not found on sys.path"))
+    else:
+        found = _torch_npu_from_dir(spec_dir, "find_spec", environ, tried)
+        if found is not None:
+            return found
+
+    try:
+        dist = importlib.metadata.distribution("torch_npu")
+    except importlib.metadata.PackageNotFoundError:
+        tried.append(("importlib.metadata.distribution('torch_npu')", "not installed"))
+    else:
+        meta_dir = os.path.realpath(str(dist.locate_file("torch_npu")))
+        if spec_dir is not None and meta_dir == os.path.realpath(spec_dir):
+            pass  # same directory, already reported
+        elif not os.path.isdir(meta_dir):
+            tried.append((meta_dir, "does not exist"))
+        else:
+            found = _torch_npu_from_dir(meta_dir, "metadata", environ, tried)
+            if found is not None:
+                return found
+
+    if any(why == "no libtorch_npu.so" for _, why in tried):
+        fix = (
+            f"reinstall torch_npu, or set {ENV_LIBTORCH_NPU_PATH} to the directory "
+            "holding libtorch_npu.so"
+        )
+    else:
+        fix = (
+            "install torch_npu for this torch version (pip install torch-npu) in this "
+            f"Python environment, or set {ENV_TORCH_NPU_INSTALL_PATH} to the torch_npu "
+            "package directory"
+        )
+    raise TorchNpuNotFoundError(tried, fix)

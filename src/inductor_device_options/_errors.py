@@ -1,0 +1,55 @@
+"""The errors this package raises: each names the device and the provider at fault."""
+
+from __future__ import annotations
+
+
+class CppDeviceOptionsError(Exception):
+    """Base class: something about a device's C++ options is wrong.
+
+    ``device_type`` is the device the error is about; ``provider`` describes the
+    callback, entry point or interface that computed (or failed to compute) its options.
+    """
+
+    def __init__(
+        self, message: str, *, device_type: str | None = None, provider: str | None = None
+    ):
+        super().__init__(message)
+        self.device_type = device_type
+        self.provider = provider
+
+
+class InvalidDeviceTypeError(CppDeviceOptionsError, ValueError):
+    """The device type is not a device name such as ``"npu"`` or ``"npu:0"``."""
+
+
+class ReservedDeviceTypeError(CppDeviceOptionsError, ValueError):
+    """The device is one whose options torch computes itself (cpu, cuda, xpu, mps)."""
+
+
+class InvalidProviderError(CppDeviceOptionsError, TypeError):
+    """The callback given for a device is not callable."""
+
+
+class InvalidCppDeviceOptionsError(CppDeviceOptionsError, ValueError):
+    """A provider returned options the compiler command line would reject or misread.
+
+    ``field`` is one of the seven list names (or ``None`` when the whole result is
+    malformed); ``value`` is the offending object.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        device_type: str,
+        provider: str,
+        field: str | None = None,
+        value: object = None,
+    ):
+        super().__init__(message, device_type=device_type, provider=provider)
+        self.field = field
+        self.value = value
+
+
+class ProviderLoadError(CppDeviceOptionsError, ImportError):
+    """A declared provider (entry point) could not be loaded."""

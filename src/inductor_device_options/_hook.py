@@ -1,0 +1,396 @@
+"""The one place that touches ``torch._inductor.cpp_builder``.
+
+Inductor asks ``cpp_builder.get_cpp_torch_device_options`` (a module-global lookup at
+call time, from ``CppTorchDeviceOptions.__init__``). We either
+
+* **hook**: replace that function once with one that asks, in order, the registered
+  provider, the declared entry point, the device's ``DeviceInterface.get_cpp_device_options``
+  (torch 2.15's hook, backported), and finally the function that was there before
+  (stock torch or another backend's patch), called with its arguments unchanged; or
+* **native**: when torch itself has ``register_cpp_device_options`` (the upstream form
+  of this design), register a dispatcher per device there and leave torch's function alone.
+
+Importing torch._inductor costs about a second, so nothing here imports it eagerly:
+``arm()`` installs as soon as ``torch._inductor.cpp_builder`` is imported by anyone.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+from . import _registry
+from ._options import CppDeviceOptions, validate_cpp_device_options
+
+if TYPE_CHECKING:
+    import importlib.machinery
+
+CPP_BUILDER = "torch._inductor.cpp_builder"
+_FUNCTION = "get_cpp_torch_device_options"
+_NATIVE_REGISTER = "register_cpp_device_options"
+_NATIVE_REGISTRY = "_cpp_device_options_registry"
+_HOOK_MARK = "__inductor_device_options_hook__"
+# Never a registered device: asking torch's native function for it gives the
+# defaults every out-of-tree device gets, bypassing its registry.
+_DEFAULTS_PROBE_DEVICE = "inductor_device_options_defaults_probe"
+
+OptionsTuple = tuple[list[str], list[str], list[str], list[str], list[str], list[str], list[str]]
+DeviceOptionsFunction = Callable[..., Any]
+
+_lock = threading.RLock()
+
+
+class _Installation(NamedTuple):
+    module: ModuleType
+    mode: Literal["hook", "native"]
+    previous: DeviceOptionsFunction  # hook: what we chain to; native: torch's function
+    hook: DeviceOptionsFunction | None = None
+    native_register: Callable[[str, DeviceOptionsFunction], None] | None = None
+
+
+_installation: _Installation | None = None
+_watcher: _CppBuilderImportWatcher | None = None
+_natively_registered: set[str] = set()
+
+
+# --- finding the options --------------------------------------------------------------
+
+
+def resolve(device_type: str, aot_mode: bool, compile_only: bool) -> CppDeviceOptions | None:
+    """Options for a normalized device from this package's sources, or None.
+
+    Sources in order: registration, entry point, DeviceInterface backport.
+    """
+    provider = _registry.find_provider(device_type)
+    if provider is not None:
+        raw = _call_provider(
+            provider.callback, provider.description, device_type, aot_mode, compile_only
+        )
+        options = validate_cpp_device_options(
+            raw, device_type=device_type, provider=provider.description
+        )
+    else:
+        options_or_none = _device_interface_options(device_type, aot_mode, compile_only)
+        if options_or_none is None:
+            return None
+        options = options_or_none
+    return _with_custom_op_libs(options)
+
+
+def _call_provider(
+    callback: Callable[..., object],
+    description: str,
+    device_type: str,
+    *args: object,
+) -> object:
+    try:
+        return callback(device_type, *args)
+    except Exception as error:
+        if hasattr(error, "add_note"):  # Python >= 3.11
+            error.add_note(
+                f"raised by the C++ options provider {description} for device {device_type!r}"
+            )
+        raise
+
+
+def _device_interface_options(
+    device_type: str, aot_mode: bool, compile_only: bool
+) -> CppDeviceOptions | None:
+    if not device_interface_backport_active():
+        return None
+    from torch._dynamo.device_interface import get_interface_for_device
+
+    try:
+        interface = get_interface_for_device(device_type)
+    except NotImplementedError:
+        return None
+    method = getattr(interface, "get_cpp_device_options", None)
+    if method is None:
+        return None
+    description = f"{_registry.describe_callable(interface)}.get_cpp_device_options"
+    raw = _call_provider(
+        lambda _device, *flags: method(*flags), description, device_type, aot_mode, compile_only
+    )
+    if raw is None:
+        return None
+    return validate_cpp_device_options(raw, device_type=device_type, provider=description)
+
+
+_backport_active: bool | None = None
+
+
+def device_interface_backport_active() -> bool:
+    """True where torch's own function does not consult DeviceInterface (torch < 2.15)."""
+    global _backport_active
+    if _backport_active is None:
+        from torch._dynamo.device_interface import DeviceInterface
+
+        _backport_active = not hasattr(DeviceInterface, "get_cpp_device_options")
+    return _backport_active
+
+
+def _with_custom_op_libs(options: CppDeviceOptions) -> CppDeviceOptions:
+    # Stock torch appends these for every device; a replaced function used to drop them.
+    from torch._inductor import config
+
+    custom_op_libs: Sequence[str] = getattr(config.aot_inductor, "custom_op_libs", None) or ()
+    missing = [lib for lib in custom_op_libs if lib not in options.libraries]
+    if not missing:
+        return options
+    return options._replace(libraries=[*options.libraries, *missing])
+
+
+# --- the hook ---------------------------------------------------------------------------
+
+
+def _make_hook(previous: DeviceOptionsFunction) -> DeviceOptionsFunction:
+    def get_cpp_torch_device_options(*args: Any, **kwargs: Any) -> Any:
+        device_type, aot_mode, compile_only = _bind(args, kwargs)
+        try:
+            name = _registry.normalize_device_type(device_type)
+        except ValueError:
+            return previous(*args, **kwargs)
+        if name in _registry.RESERVED_DEVICE_TYPES:
+            return previous(*args, **kwargs)
+        options = resolve(name, bool(aot_mode), bool(compile_only))
+        if options is None:
+            return previous(*args, **kwargs)
+        return options.as_tuple()
+
+    get_cpp_torch_device_options.__doc__ = previous.__doc__
+    get_cpp_torch_device_options.__wrapped__ = previous  # type: ignore[attr-defined]
+    setattr(get_cpp_torch_device_options, _HOOK_MARK, True)
+    return get_cpp_torch_device_options
+
+
+def _bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[object, object, object]:
+    named = dict(zip(("device_type", "aot_mode", "compile_only"), args, strict=False))
+    for key in ("device_type", "aot_mode", "compile_only"):
+        if key in kwargs:
+            named[key] = kwargs[key]
+    return named.get("device_type"), named.get("aot_mode", False), named.get("compile_only", False)
+
+
+def _native_dispatcher(
+    device_type: str, aot_mode: bool = False, compile_only: bool = False
+) -> OptionsTuple:
+    name = _registry.normalize_device_type(device_type)
+    options = resolve(name, aot_mode, compile_only)
+    if options is None:  # The registration went away: give what torch gives.
+        options = _with_custom_op_libs(default_cpp_device_options(name, aot_mode, compile_only))
+    return options.as_tuple()
+
+
+setattr(_native_dispatcher, _HOOK_MARK, True)
+
+
+def install(module: ModuleType) -> None:
+    """Install into an imported ``cpp_builder`` module; idempotent."""
+    global _installation
+    with _lock:
+        if _installation is not None and _installation.module is module:
+            return
+        current = getattr(module, _FUNCTION)
+        native_register = getattr(module, _NATIVE_REGISTER, None)
+        if callable(native_register):
+            _installation = _Installation(
+                module, "native", current, native_register=native_register
+            )
+            if _forward_registration not in _registry._registration_listeners:
+                _registry._registration_listeners.append(_forward_registration)
+            for device_type in _registry.registered_device_types():
+                _forward_registration(device_type)
+            for device_type in _registry.declared_entry_points():
+                _forward_registration(device_type, overwrite=False)
+            return
+        if getattr(current, _HOOK_MARK, False):
+            # Already hooked (e.g. this package imported twice under reload): reuse it.
+            _installation = _Installation(module, "hook", current.__wrapped__, hook=current)
+            return
+        hook = _make_hook(current)
+        setattr(module, _FUNCTION, hook)
+        _installation = _Installation(module, "hook", current, hook=hook)
+
+
+def _forward_registration(device_type: str, *, overwrite: bool = True) -> None:
+    installation = _installation
+    if installation is None or installation.native_register is None:
+        return
+    if device_type in _registry.RESERVED_DEVICE_TYPES:
+        return
+    with _lock:
+        native_registry = getattr(installation.module, _NATIVE_REGISTRY, {})
+        existing = native_registry.get(device_type)
+        if existing is _native_dispatcher:
+            return
+        if existing is not None and not overwrite:
+            return  # Someone registered with torch directly: a declaration must not win over it.
+        installation.native_register(device_type, _native_dispatcher)
+        _natively_registered.add(device_type)
+
+
+class _InstallAfterExec:
+    """Wraps cpp_builder's loader. (Plain classes: importlib.abc costs milliseconds.)"""
+
+    def __init__(self, loader: Any):
+        self._loader = loader
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        module: ModuleType | None = self._loader.create_module(spec)
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._loader.exec_module(module)
+        install(module)
+        _disarm()
+
+    def __getattr__(self, name: str) -> Any:  # get_source, get_filename, ... for tools
+        return getattr(self._loader, name)
+
+
+class _CppBuilderImportWatcher:
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None,
+        target: ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != CPP_BUILDER:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _InstallAfterExec(spec.loader)  # type: ignore[assignment]
+        return spec
+
+
+def arm() -> None:
+    """Install now if cpp_builder is imported, else as soon as it is. Cheap; idempotent."""
+    global _watcher
+    with _lock:
+        module = sys.modules.get(CPP_BUILDER)
+        if module is not None and getattr(module, _FUNCTION, None) is not None:
+            install(module)
+            return
+        if _watcher is None:
+            _watcher = _CppBuilderImportWatcher()
+            sys.meta_path.insert(0, _watcher)
+
+
+def _disarm() -> None:
+    global _watcher
+    with _lock:
+        if _watcher is not None and _watcher in sys.meta_path:
+            sys.meta_path.remove(_watcher)
+        _watcher = None
+
+
+def _installed() -> _Installation:
+    """Import cpp_builder (which installs us) and return the installation."""
+    arm()
+    import torch._inductor.cpp_builder as cpp_builder
+
+    install(cpp_builder)
+    assert _installation is not None
+    return _installation
+
+
+# --- what callers see -------------------------------------------------------------------
+
+
+def default_cpp_device_options(
+    device_type: str, aot_mode: bool = False, compile_only: bool = False
+) -> CppDeviceOptions:
+    """What torch gives ``device_type`` without this package's providers.
+
+    The function that was installed before the hook (stock torch, or another backend's
+    replacement of it), so a provider can extend the defaults instead of copying them.
+    """
+    name = _registry.normalize_device_type(device_type)
+    installation = _installed()
+    probe = name
+    if installation.mode == "native":
+        native_registry = getattr(installation.module, _NATIVE_REGISTRY, {})
+        if name in native_registry:
+            probe = _DEFAULTS_PROBE_DEVICE
+    result = installation.previous(probe, aot_mode, compile_only)
+    return CppDeviceOptions(*(list(values) for values in result))
+
+
+def get_cpp_device_options(
+    device_type: str, aot_mode: bool = False, compile_only: bool = False
+) -> CppDeviceOptions:
+    """Exactly what Inductor's ``CppTorchDeviceOptions`` gets for ``device_type``."""
+    _registry.normalize_device_type(device_type)
+    module = _installed().module
+    result = getattr(module, _FUNCTION)(
+        device_type=device_type, aot_mode=aot_mode, compile_only=compile_only
+    )
+    return CppDeviceOptions(*(list(values) for values in result))
+
+
+class HookState(NamedTuple):
+    """Where this package stands in ``torch._inductor.cpp_builder``.
+
+    ``mode``: ``"hook"`` (our function is installed), ``"native"`` (torch has
+    ``register_cpp_device_options``; we register through it) or ``"waiting"`` (installs
+    when ``torch._inductor.cpp_builder`` is first imported).
+    ``chains_to``: the function the hook falls back to. ``replaced_by``: set when someone
+    replaced the function after the hook; registrations then do not reach Inductor.
+    """
+
+    torch_version: str
+    mode: Literal["waiting", "hook", "native"]
+    chains_to: str | None
+    replaced_by: str | None
+    device_interface_backport: bool | None
+
+    @property
+    def registrations_apply(self) -> bool:
+        return self.replaced_by is None
+
+    def describe(self) -> str:
+        if self.mode == "waiting":
+            line = "waiting: installs when torch._inductor.cpp_builder is first imported"
+        elif self.mode == "native":
+            line = f"native: torch has {_NATIVE_REGISTER}; providers are registered through it"
+        else:
+            line = f"hook installed, chaining to {self.chains_to}"
+        if self.replaced_by is not None:
+            line += (
+                f"; REPLACED after the hook by {self.replaced_by}: registrations do not reach "
+                "Inductor until that replacement is removed or made through "
+                "register_cpp_device_options"
+            )
+        return line
+
+
+def hook_state() -> HookState:
+    """Report the hook's state without importing torch._inductor."""
+    import torch
+
+    installation = _installation
+    if installation is None:
+        return HookState(torch.__version__, "waiting", None, None, None)
+    current = getattr(installation.module, _FUNCTION)
+    replaced_by = None
+    if installation.mode == "hook" and current is not installation.hook:
+        replaced_by = _registry.describe_callable(current)
+    return HookState(
+        torch_version=torch.__version__,
+        mode=installation.mode,
+        chains_to=_registry.describe_callable(installation.previous),
+        replaced_by=replaced_by,
+        device_interface_backport=(
+            installation.mode == "hook" and device_interface_backport_active()
+        ),
+    )

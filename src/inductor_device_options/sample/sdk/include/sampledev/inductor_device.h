@@ -1,0 +1,28 @@
+// What the C++ code Inductor generates for a sampledev model needs on top of
+// the CPU headers. Included by torch/csrc/inductor/{cpp_wrapper,aoti_include}/sampledev.h.
+#pragma once
+
+// The macro comes from the sampledev C++ device options. Without it the
+// options never reached the compiler, and the module would neither link the
+// runtime nor load on a machine set up for sampledev.
+#ifndef SAMPLEDEV_DEVICE
+#error "SAMPLEDEV_DEVICE is not defined: the sampledev C++ device options did not reach the compiler (register them with inductor_device_options.register_cpp_device_options(\"sampledev\", ...))"
+#endif
+
+#include <sampledev/runtime.h>
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
+
+#include <cstdint>
+
+// The generated code caches the device type of its buffers with
+// CACHE_TORCH_DEVICE(sampledev), which calls this function.
+inline int32_t aoti_torch_device_type_sampledev() {
+  return aoti_torch_device_type_privateuse1();
+}
+
+namespace sampledev::detail {
+// Runs when the compiled module is loaded: the module needs the runtime
+// library, so it is in the module's NEEDED entries and resolved by the loader.
+[[maybe_unused]] static const int module_registration =
+    sampledev_runtime_register_module(SAMPLEDEV_RUNTIME_ABI_VERSION);
+} // namespace sampledev::detail
