@@ -34,8 +34,8 @@ RESERVED_DEVICE_TYPES = frozenset({"cpu", "cuda", "xpu", "mps"})
 
 CppDeviceOptionsCallback = Callable[[str, bool, bool], Any]
 
-_DEVICE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_DEVICE_INDEX = re.compile(r"^[0-9]+$")
+_DEVICE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DEVICE_INDEX = re.compile(r"[0-9]+")
 
 
 class Provider(NamedTuple):
@@ -65,7 +65,7 @@ def normalize_device_type(device_type: object) -> str:
             device_type=None,
         )
     name, colon, index = device_type.partition(":")
-    if not _DEVICE_NAME.match(name) or (colon and not _DEVICE_INDEX.match(index)):
+    if not _DEVICE_NAME.fullmatch(name) or (colon and not _DEVICE_INDEX.fullmatch(index)):
         raise InvalidDeviceTypeError(
             f"device_type {device_type!r} is not a device name: expected a name such as "
             "'npu', optionally with an index ('npu:0')",

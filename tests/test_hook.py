@@ -1,0 +1,354 @@
+"""The hook in torch._inductor.cpp_builder, against real torch."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch._inductor.cpp_builder as cpp_builder
+from support import NATIVE, check_python, hook_mode_only
+from torch._inductor import config
+
+import inductor_device_options as ido
+from inductor_device_options import _hook
+
+pytestmark = pytest.mark.usefixtures("clean_registry")
+
+
+def stock(
+    device_type: str, aot_mode: bool = False, compile_only: bool = False
+) -> ido.CppDeviceOptions:
+    """torch's function itself, bypassing the package."""
+    installation = _hook._installation
+    assert installation is not None
+    probe = device_type
+    if NATIVE and device_type in cpp_builder._cpp_device_options_registry:  # type: ignore[attr-defined]
+        probe = _hook._DEFAULTS_PROBE_DEVICE
+    return ido.CppDeviceOptions(*installation.previous(probe, aot_mode, compile_only))
+
+
+def device_options(device_type: str, **kwargs: bool) -> cpp_builder.CppTorchDeviceOptions:
+    return cpp_builder.CppTorchDeviceOptions(device_type=device_type, **kwargs)
+
+
+calls: list[tuple[str, bool, bool]] = []
+
+
+def npu_options(device_type: str, aot_mode: bool, compile_only: bool) -> ido.CppDeviceOptions:
+    calls.append((device_type, aot_mode, compile_only))
+    options = ido.default_cpp_device_options(device_type, aot_mode, compile_only)
+    options.definitions.append("USE_NPU")
+    options.include_dirs.append("/opt/ascend sdk/include")
+    options.libraries.append("ascendcl")
+    options.passthrough_args.append("-DBUILD_LIBTORCH=ON -Wno-unused-function")
+    return options
+
+
+@pytest.fixture(autouse=True)
+def _forget_calls() -> Iterator[None]:
+    calls.clear()
+    yield
+    calls.clear()
+
+
+def test_the_package_is_installed_in_the_expected_mode() -> None:
+    state = ido.hook_state()
+    if NATIVE:
+        assert state.mode == "native"
+        assert cpp_builder.get_cpp_torch_device_options is _hook._installation.previous  # type: ignore[union-attr]
+    else:
+        assert state.mode == "hook"
+        assert state.chains_to == "torch._inductor.cpp_builder.get_cpp_torch_device_options"
+        assert state.replaced_by is None
+        assert state.device_interface_backport is True
+        assert state.describe() == (
+            "hook installed, chaining to torch._inductor.cpp_builder.get_cpp_torch_device_options"
+        )
+
+
+def test_registered_options_reach_cpp_torch_device_options() -> None:
+    ido.register_cpp_device_options("npu", npu_options)
+    built = device_options("npu", aot_mode=True, compile_only=False)
+    assert "USE_NPU" in built.get_definitions()
+    assert "/opt/ascend sdk/include" in built.get_include_dirs()
+    assert "ascendcl" in built.get_libraries()
+    assert "-DBUILD_LIBTORCH=ON -Wno-unused-function" in built.get_passthrough_args()
+    assert calls == [("npu", True, False)]
+
+
+def test_device_index_and_flags_reach_the_callback_normalized() -> None:
+    ido.register_cpp_device_options("npu", npu_options)
+    options = ido.get_cpp_device_options("npu:1", aot_mode=True, compile_only=True)
+    assert calls == [("npu", True, True)]
+    assert options == npu_options("npu", True, True)
+
+
+def test_registered_device_gets_exactly_what_the_callback_returns_plus_nothing() -> None:
+    ido.register_cpp_device_options("npu", npu_options)
+    expected = npu_options("npu", False, False)
+    assert ido.get_cpp_device_options("npu") == expected
+
+
+def test_default_options_are_torchs_for_the_device_even_while_registered() -> None:
+    unregistered_defaults = ido.default_cpp_device_options("npu")
+    assert unregistered_defaults == stock("npu")
+    ido.register_cpp_device_options("npu", npu_options)
+    assert ido.default_cpp_device_options("npu") == unregistered_defaults
+    assert calls == []
+
+
+@pytest.mark.parametrize("device_type", ["cpu", "mps", "unregistered_dev"])
+def test_other_devices_stay_exactly_as_torch_computes_them(device_type: str) -> None:
+    ido.register_cpp_device_options("npu", npu_options)
+    assert ido.get_cpp_device_options(device_type) == stock(device_type)
+    assert calls == []
+
+
+def test_cuda_stays_exactly_as_torch_computes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No CUDA here: torch's CUDA_HOME (read once at import) is pointed at an empty
+    directory so torch's own cuda branch runs; nothing of torch's logic is replaced."""
+    from torch.utils import cpp_extension
+
+    monkeypatch.setattr(cpp_extension, "CUDA_HOME", str(tmp_path))
+    ido.register_cpp_device_options("npu", npu_options)
+    options = ido.get_cpp_device_options("cuda")
+    assert options == stock("cuda")
+    assert " USE_CUDA" in options.definitions and "USE_NPU" not in options.definitions
+
+
+def test_xpu_fails_exactly_as_torch_fails_without_its_runtime() -> None:
+    """No SYCL runtime here: torch's xpu branch raises, and must raise the same."""
+    ido.register_cpp_device_options("npu", npu_options)
+    with pytest.raises(OSError) as stock_error:
+        stock("xpu")
+    with pytest.raises(OSError) as hooked_error:
+        ido.get_cpp_device_options("xpu")
+    assert str(hooked_error.value) == str(stock_error.value)
+
+
+def test_custom_op_libs_reach_a_registered_device() -> None:
+    ido.register_cpp_device_options("npu", npu_options)
+    with config.patch({"aot_inductor.custom_op_libs": ["my_ops", "ascendcl"]}):
+        libraries = device_options("npu").get_libraries()
+    assert libraries.count("ascendcl") == 1
+    assert "my_ops" in libraries
+
+
+def test_a_callback_exception_propagates_with_its_own_type_and_a_note() -> None:
+    def broken(device_type: str, aot_mode: bool, compile_only: bool) -> None:
+        raise FileNotFoundError("CANN not found")
+
+    ido.register_cpp_device_options("npu", broken)
+    with pytest.raises(FileNotFoundError, match="CANN not found") as caught:
+        device_options("npu")
+    assert caught.value.__notes__ == [
+        "raised by the C++ options provider "
+        "test_hook.test_a_callback_exception_propagates_with_its_own_type_and_a_note.<locals>.broken"
+        " for device 'npu'"
+    ]
+
+
+def test_invalid_options_fail_before_the_compiler_naming_device_and_callback() -> None:
+    def spaced(device_type: str, aot_mode: bool, compile_only: bool) -> tuple[list[str], ...]:
+        return (["USE_NPU"], [], [], [], ["/opt/my sdk/lib64"], [], [])
+
+    ido.register_cpp_device_options("npu", spaced)
+    with pytest.raises(ido.InvalidCppDeviceOptionsError) as caught:
+        device_options("npu")
+    assert caught.value.device_type == "npu"
+    assert "test_invalid_options_fail_before_the_compiler_naming_device_and_callback" in str(
+        caught.value
+    )
+    assert "libraries_dirs[0] = '/opt/my sdk/lib64'" in str(caught.value)
+
+
+def test_a_failing_device_does_not_affect_others() -> None:
+    def broken(device_type: str, aot_mode: bool, compile_only: bool) -> None:
+        raise RuntimeError("no SDK")
+
+    ido.register_cpp_device_options("npu", broken)
+    ido.register_cpp_device_options("mlu", npu_options)
+    with pytest.raises(RuntimeError):
+        device_options("npu")
+    assert "USE_NPU" in device_options("mlu").get_definitions()
+    assert ido.get_cpp_device_options("cpu") == stock("cpu")
+
+
+@hook_mode_only
+def test_device_interface_get_cpp_device_options_is_backported() -> None:
+    """torch 2.15's DeviceInterface hook, on a torch that does not consult it."""
+    from torch._dynamo.device_interface import (
+        DeviceInterface,
+        device_interfaces,
+        register_interface_for_device,
+    )
+
+    class MockInterface(DeviceInterface):
+        @staticmethod
+        def get_cpp_device_options(
+            aot_mode: bool, compile_only: bool
+        ) -> tuple[list[str], ...] | None:
+            calls.append(("mockdev", aot_mode, compile_only))
+            return (
+                ["USE_MOCK"],
+                ["/mock/include"],
+                ["mock_cflag"],
+                ["mock_ldflag"],
+                ["/mock/lib"],
+                ["mocklib"],
+                ["-DMOCK_PASSTHROUGH"],
+            )
+
+    class NoOptionsInterface(DeviceInterface):
+        @staticmethod
+        def get_cpp_device_options(aot_mode: bool, compile_only: bool) -> None:
+            return None
+
+    register_interface_for_device("mockdev", MockInterface)
+    register_interface_for_device("nooptionsdev", NoOptionsInterface)
+    try:
+        built = device_options("mockdev", aot_mode=True)
+        assert calls == [("mockdev", True, False)]
+        for getter, value in [
+            (built.get_definitions, "USE_MOCK"),
+            (built.get_include_dirs, "/mock/include"),
+            (built.get_cflags, "mock_cflag"),
+            (built.get_ldflags, "mock_ldflag"),
+            (built.get_libraries_dirs, "/mock/lib"),
+            (built.get_libraries, "mocklib"),
+            (built.get_passthrough_args, "-DMOCK_PASSTHROUGH"),
+        ]:
+            assert value in getter()
+        assert ido.get_cpp_device_options("nooptionsdev") == stock("nooptionsdev")
+        # An explicit registration comes before the interface.
+        ido.register_cpp_device_options("mockdev", npu_options)
+        assert "USE_NPU" in ido.get_cpp_device_options("mockdev").definitions
+    finally:
+        device_interfaces.pop("mockdev", None)
+        device_interfaces.pop("nooptionsdev", None)
+
+
+@hook_mode_only
+def test_hook_state_reports_a_replacement_made_after_the_hook() -> None:
+    hook = cpp_builder.get_cpp_torch_device_options
+
+    def foreign(device_type: str, aot_mode: bool = False, compile_only: bool = False) -> object:
+        return hook(device_type, aot_mode, compile_only)
+
+    cpp_builder.get_cpp_torch_device_options = foreign
+    try:
+        state = ido.hook_state()
+        assert state.replaced_by == (
+            "test_hook.test_hook_state_reports_a_replacement_made_after_the_hook.<locals>.foreign"
+        )
+        assert not state.registrations_apply
+        assert "REPLACED after the hook by" in state.describe()
+        assert "registrations do not reach Inductor" in state.describe()
+    finally:
+        cpp_builder.get_cpp_torch_device_options = hook
+    assert ido.hook_state().replaced_by is None
+
+
+@hook_mode_only
+def test_installing_twice_keeps_one_hook() -> None:
+    hook = cpp_builder.get_cpp_torch_device_options
+    _hook.install(cpp_builder)
+    ido._hook.arm()
+    assert cpp_builder.get_cpp_torch_device_options is hook
+    assert hook.__wrapped__ is _hook._installation.previous  # type: ignore[attr-defined,union-attr]
+
+
+def test_registering_does_not_import_torch_inductor() -> None:
+    out = check_python(
+        """
+        import sys
+        import torch
+        import inductor_device_options as ido
+        ido.register_cpp_device_options("npu", lambda d, a, c: ([], [], [], [], [], [], []))
+        print(sorted(m for m in sys.modules if m.startswith("torch._inductor")))
+        print(ido.hook_state().mode)
+        """
+    )
+    assert out.splitlines() == ["[]", "waiting"]
+
+
+@pytest.mark.parametrize("order", ["package first", "inductor first"])
+def test_registrations_apply_whichever_is_imported_first(order: str) -> None:
+    imports = ["import inductor_device_options as ido", "import torch._inductor.cpp_builder as cb"]
+    if order == "inductor first":
+        imports.reverse()
+    out = check_python(
+        "\n".join(imports)
+        + """
+def mydev(device_type, aot_mode, compile_only):
+    return (["USE_MYDEV"], [], [], [], [], [], [])
+ido.register_cpp_device_options("mydev", mydev)
+import torch._inductor.cpp_builder as cb
+print(cb.CppTorchDeviceOptions(device_type="mydev").get_definitions()[-1])
+print(ido.hook_state().mode)
+"""
+    )
+    assert out.splitlines() == ["USE_MYDEV", "native" if NATIVE else "hook"]
+
+
+FOREIGN_PATCH = """
+import torch._inductor.cpp_builder as cb
+stock = cb.get_cpp_torch_device_options
+received = []
+def mlu_patch(device_type, aot_mode=False, compile_only=False, **kwargs):
+    received.append((device_type, aot_mode, compile_only, kwargs))
+    if device_type == "mlu":
+        return (["USE_MLU"], [], [], [], [], ["cnrt"], [])
+    return stock(device_type, aot_mode, compile_only)
+cb.get_cpp_torch_device_options = mlu_patch
+"""
+
+
+@hook_mode_only
+def test_a_replacement_installed_before_the_hook_still_serves_its_devices() -> None:
+    out = check_python(
+        FOREIGN_PATCH
+        + """
+import inductor_device_options as ido
+ido.register_cpp_device_options(
+    "npu", lambda d, a, c: (["USE_NPU"], [], [], [], [], ["ascendcl"], []))
+print(ido.hook_state().chains_to)
+print(cb.CppTorchDeviceOptions(device_type="mlu").get_definitions()[-1])
+print(cb.CppTorchDeviceOptions(device_type="npu").get_definitions()[-1])
+# torch 2.15 passes a keyword torch 2.13 does not know: it must reach the replacement.
+print(cb.get_cpp_torch_device_options("mlu", True, compile_only=False, cpp_stdlib="libc++"))
+print(received[-1])
+"""
+    )
+    assert out.splitlines() == [
+        "__main__.mlu_patch",
+        "USE_MLU",
+        "USE_NPU",
+        "(['USE_MLU'], [], [], [], [], ['cnrt'], [])",
+        "('mlu', True, False, {'cpp_stdlib': 'libc++'})",
+    ]
+
+
+@hook_mode_only
+def test_unknown_arguments_pass_through_unchanged_for_unregistered_devices() -> None:
+    out = check_python(
+        """
+import torch._inductor.cpp_builder as cb
+seen = []
+def patched(*args, **kwargs):
+    seen.append((args, kwargs))
+    return ([], [], [], [], [], [], [])
+cb.get_cpp_torch_device_options = patched
+import inductor_device_options as ido
+cb.get_cpp_torch_device_options("zdev", False, True, "extra", cpp_stdlib="libstdc++")
+cb.get_cpp_torch_device_options(device_type="cpu", aot_mode=True)
+print(seen)
+"""
+    )
+    assert out.strip() == (
+        "[(('zdev', False, True, 'extra'), {'cpp_stdlib': 'libstdc++'}), "
+        "((), {'device_type': 'cpu', 'aot_mode': True})]"
+    )

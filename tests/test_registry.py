@@ -1,0 +1,153 @@
+"""Registration: names, refusals, warnings, the context manager, thread safety."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import pytest
+
+import inductor_device_options as ido
+from inductor_device_options import _registry
+
+pytestmark = pytest.mark.usefixtures("clean_registry")
+
+
+def npu_options(device_type: str, aot_mode: bool, compile_only: bool) -> ido.CppDeviceOptions:
+    return ido.CppDeviceOptions(["USE_NPU"], [], [], [], [], [], [])
+
+
+def other_npu_options(
+    device_type: str, aot_mode: bool, compile_only: bool
+) -> tuple[list[str], ...]:
+    return (["USE_OTHER"], [], [], [], [], [], [])
+
+
+def test_register_lists_the_device_and_unregister_removes_it() -> None:
+    ido.register_cpp_device_options("npu", npu_options)
+    assert "npu" in ido.registered_device_types()
+    assert _registry.find_provider("npu") == _registry.Provider(
+        "npu", npu_options, "registration", "test_registry.npu_options"
+    )
+    assert ido.unregister_cpp_device_options("npu") is True
+    assert "npu" not in ido.registered_device_types()
+    assert ido.unregister_cpp_device_options("npu") is False
+
+
+@pytest.mark.parametrize("spelling", ["npu:0", "npu:7"])
+def test_a_device_index_names_the_same_device(spelling: str) -> None:
+    ido.register_cpp_device_options(spelling, npu_options)
+    assert ido.registered_device_types() == ["npu"]
+    assert ido.unregister_cpp_device_options("npu:1") is True
+
+
+def test_registering_again_warns_naming_both_callbacks_and_overwrites() -> None:
+    ido.register_cpp_device_options("npu", npu_options)
+    with pytest.warns(UserWarning) as caught:
+        ido.register_cpp_device_options("npu", other_npu_options)
+    assert str(caught[0].message) == (
+        "C++ device options for 'npu' are already registered by test_registry.npu_options; "
+        "overwriting with test_registry.other_npu_options"
+    )
+    assert caught[0].filename == __file__  # points at the caller, not at the package
+    provider = _registry.find_provider("npu")
+    assert provider is not None and provider.callback is other_npu_options
+
+
+@pytest.mark.parametrize("device_type", ["cpu", "cuda", "xpu", "mps", "cuda:0"])
+def test_torchs_own_devices_are_refused(device_type: str) -> None:
+    with pytest.raises(ido.ReservedDeviceTypeError) as caught:
+        ido.register_cpp_device_options(device_type, npu_options)
+    name = device_type.partition(":")[0]
+    assert str(caught.value).startswith(
+        f"cannot register C++ device options for {name!r} (callback test_registry.npu_options)"
+    )
+    assert caught.value.device_type == name
+    assert name not in ido.registered_device_types()
+
+
+@pytest.mark.parametrize(
+    "device_type",
+    ["", " ", "npu:", ":0", "npu:x", "npu:-1", "n pu", "npu-1", "1npu", "npu\n", "npu:0:1"],
+)
+def test_device_types_that_are_not_names_are_refused(device_type: str) -> None:
+    with pytest.raises(ido.InvalidDeviceTypeError) as caught:
+        ido.register_cpp_device_options(device_type, npu_options)
+    assert f"device_type {device_type!r} is not a device name" in str(caught.value)
+    assert ido.registered_device_types() == []
+
+
+@pytest.mark.parametrize("device_type", [None, 3, b"npu"])
+def test_device_types_that_are_not_str_are_refused(device_type: object) -> None:
+    with pytest.raises(ido.InvalidDeviceTypeError, match="device_type must be a str"):
+        ido.register_cpp_device_options(device_type, npu_options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("callback", [None, "torch_npu:options", 42])
+def test_callbacks_that_are_not_callable_are_refused_naming_the_device(callback: object) -> None:
+    with pytest.raises(ido.InvalidProviderError) as caught:
+        ido.register_cpp_device_options("npu", callback)  # type: ignore[arg-type]
+    assert str(caught.value).startswith("callback for device 'npu' must be callable")
+    assert repr(callback) in str(caught.value)
+    assert isinstance(caught.value, TypeError)
+
+
+def test_errors_are_specific_classes_under_one_base() -> None:
+    for error in (
+        ido.InvalidDeviceTypeError,
+        ido.ReservedDeviceTypeError,
+        ido.InvalidProviderError,
+        ido.InvalidCppDeviceOptionsError,
+        ido.ProviderLoadError,
+    ):
+        assert issubclass(error, ido.CppDeviceOptionsError)
+
+
+def test_context_manager_registers_for_the_block_only() -> None:
+    with ido.registered_cpp_device_options("npu", npu_options):
+        assert ido.registered_device_types() == ["npu"]
+    assert ido.registered_device_types() == []
+
+
+def test_context_manager_restores_the_previous_registration_without_warning() -> None:
+    ido.register_cpp_device_options("npu", npu_options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with ido.registered_cpp_device_options("npu:0", other_npu_options):
+            provider = _registry.find_provider("npu")
+            assert provider is not None and provider.callback is other_npu_options
+    provider = _registry.find_provider("npu")
+    assert provider is not None and provider.callback is npu_options
+
+
+def test_context_manager_restores_even_when_the_block_raises() -> None:
+    with pytest.raises(KeyError), ido.registered_cpp_device_options("npu", npu_options):
+        raise KeyError("boom")
+    assert ido.registered_device_types() == []
+
+
+def test_concurrent_registration_and_lookup_lose_nothing() -> None:
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def work(worker: int) -> None:
+        try:
+            start.wait()
+            for index in range(200):
+                name = f"dev{worker}_{index}"
+                ido.register_cpp_device_options(name, npu_options)
+                provider = _registry.find_provider(name)
+                assert provider is not None and provider.device_type == name
+                if index % 2:
+                    assert ido.unregister_cpp_device_options(name)
+        except BaseException as error:  # collected and re-raised in the main thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(worker,)) for worker in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    expected = sorted(f"dev{w}_{i}" for w in range(8) for i in range(0, 200, 2))
+    assert ido.registered_device_types() == expected
