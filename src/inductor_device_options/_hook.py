@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from . import _registry
+from ._freshness import fresh_options
 from ._options import CppDeviceOptions, validate_cpp_device_options
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def resolve(device_type: str, aot_mode: bool, compile_only: bool) -> CppDeviceOp
         if options_or_none is None:
             return None
         options = options_or_none
-    return _with_custom_op_libs(options)
+    return fresh_options(_with_custom_op_libs(options))
 
 
 def _call_provider(

@@ -1,0 +1,173 @@
+"""A changed SDK never reuses a stale kernel: real paths and the SDK fingerprint."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from support import check_python
+
+from inductor_device_options import _freshness
+from inductor_device_options._freshness import FINGERPRINT_DEFINITION, fresh_options
+from inductor_device_options._options import CppDeviceOptions
+
+HEADER = """\
+#pragma once
+#ifndef MYDEV_DEVICE
+#error "compile with -DMYDEV_DEVICE"
+#endif
+#define MYDEV_SDK_VALUE {value}
+extern "C" int mydev_runtime_version(void);
+"""
+
+
+def write_sdk(root: Path, value: int, runtime_version: int) -> Path:
+    """One SDK release: include/mydev/runtime.h and lib64/libmydev_runtime.so."""
+    (root / "include" / "mydev").mkdir(parents=True, exist_ok=True)
+    (root / "lib64").mkdir(exist_ok=True)
+    (root / "include" / "mydev" / "runtime.h").write_text(HEADER.format(value=value))
+    source = root / "runtime.c"
+    source.write_text(f"int mydev_runtime_version(void) {{ return {runtime_version}; }}\n")
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", str(source), "-o", str(root / "lib64" / "libmydev_runtime.so")],
+        check=True,
+    )
+    return root
+
+
+def options_for(sdk: Path) -> CppDeviceOptions:
+    return CppDeviceOptions(
+        ["MYDEV_DEVICE"],
+        [str(sdk / "include")],
+        [],
+        [],
+        [str(sdk / "lib64")],
+        ["mydev_runtime"],
+        [],
+    )
+
+
+def fingerprint_in_a_new_process(sdk: Path) -> str:
+    _freshness._fingerprints.clear()  # what a new process starts with
+    definitions = fresh_options(options_for(sdk)).definitions
+    return definitions[-1]
+
+
+def test_paths_are_resolved_so_a_repointed_symlink_changes_the_command(tmp_path: Path) -> None:
+    v1 = write_sdk(tmp_path / "sdk-1.0", 1, 100)
+    latest = tmp_path / "latest"
+    latest.symlink_to(v1.name)
+    options = fresh_options(options_for(latest))
+    assert options.include_dirs == [str(v1.resolve() / "include")]
+    assert options.libraries_dirs == [str(v1.resolve() / "lib64")]
+
+
+def test_the_fingerprint_is_one_definition_that_follows_the_sdk(tmp_path: Path) -> None:
+    sdk = write_sdk(tmp_path / "sdk", 1, 100)
+    first = fingerprint_in_a_new_process(sdk)
+    assert first.startswith(f"{FINGERPRINT_DEFINITION}=")
+    assert len(first) == len(FINGERPRINT_DEFINITION) + 1 + 16
+    assert fingerprint_in_a_new_process(sdk) == first  # nothing changed: same
+
+    header = sdk / "include" / "mydev" / "runtime.h"
+    header.write_text(HEADER.format(value=2))
+    after_header_edit = fingerprint_in_a_new_process(sdk)
+    assert after_header_edit != first
+
+    (sdk / "include" / "mydev" / "extra.h").write_text("#pragma once\n")
+    after_new_header = fingerprint_in_a_new_process(sdk)
+    assert after_new_header != after_header_edit
+
+    library = sdk / "lib64" / "libmydev_runtime.so"
+    stat = library.stat()
+    os.utime(library, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # a rebuilt library
+    assert fingerprint_in_a_new_process(sdk) != after_new_header
+
+
+def test_the_fingerprint_is_computed_once_per_process(tmp_path: Path) -> None:
+    sdk = write_sdk(tmp_path / "sdk", 1, 100)
+    _freshness._fingerprints.clear()
+    first = fresh_options(options_for(sdk)).definitions
+    (sdk / "include" / "mydev" / "runtime.h").write_text(HEADER.format(value=3))
+    assert fresh_options(options_for(sdk)).definitions == first
+
+
+def test_torchs_own_tree_and_missing_paths_are_not_fingerprinted(tmp_path: Path) -> None:
+    import torch
+
+    torch_dir = Path(torch.__file__).parent
+    options = CppDeviceOptions(
+        ["USE_X"],
+        [str(torch_dir / "include"), str(tmp_path / "absent")],
+        [],
+        [],
+        [str(torch_dir / "lib")],
+        ["torch", "c10"],
+        [],
+    )
+    _freshness._fingerprints.clear()
+    assert fresh_options(options).definitions == ["USE_X"]
+
+
+def test_a_stale_fingerprint_from_a_provider_is_replaced(tmp_path: Path) -> None:
+    sdk = write_sdk(tmp_path / "sdk", 1, 100)
+    stale = options_for(sdk)._replace(
+        definitions=["MYDEV_DEVICE", f"{FINGERPRINT_DEFINITION}=0000000000000000"]
+    )
+    definitions = fresh_options(stale).definitions
+    assert len(definitions) == 2 and definitions[1] != stale.definitions[1]
+
+
+LOAD_KERNEL = """
+import os, sys
+import inductor_device_options as ido
+from torch._inductor.codecache import CppCodeCache
+
+sdk = sys.argv[1] if len(sys.argv) > 1 else os.environ["MYDEV_SDK"]
+def mydev(device_type, aot_mode, compile_only):
+    options = ido.default_cpp_device_options(device_type, aot_mode, compile_only)
+    options.definitions.append("MYDEV_DEVICE")
+    options.include_dirs.append(os.path.join(sdk, "include"))
+    options.libraries_dirs.append(os.path.join(sdk, "lib64"))
+    options.libraries.append("mydev_runtime")
+    options.ldflags.append("Wl,-rpath," + os.path.realpath(os.path.join(sdk, "lib64")))
+    return options
+ido.register_cpp_device_options("mydev", mydev)
+library = CppCodeCache.load(
+    '#include <mydev/runtime.h>\\n'
+    'extern "C" int answer(void) { return MYDEV_SDK_VALUE * 1000 + mydev_runtime_version(); }\\n',
+    device_type="mydev",
+)
+print(library.answer(), library._name, os.stat(library._name).st_mtime_ns)
+"""
+
+
+def test_inductor_rebuilds_when_the_sdk_changes_and_only_then(tmp_path: Path) -> None:
+    """Inductor's own C++ cache (CppCodeCache, keyed by the command line), one process per
+    step, one cache dir for all: compile, compile again, edit a header in place,
+    re-point the `latest` symlink."""
+    write_sdk(tmp_path / "sdk-1.0", 1, 100)
+    write_sdk(tmp_path / "sdk-2.0", 7, 200)
+    latest = tmp_path / "latest"
+    latest.symlink_to("sdk-1.0")
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-cache"), "MYDEV_SDK": str(latest)}
+
+    def compile_in_new_process() -> tuple[int, str, int]:
+        answer, path, mtime = check_python(LOAD_KERNEL, env=env).split()
+        return int(answer), path, int(mtime)
+
+    first = compile_in_new_process()
+    assert first[0] == 1 * 1000 + 100
+    assert compile_in_new_process() == first  # same .so, not rebuilt
+
+    (tmp_path / "sdk-1.0" / "include" / "mydev" / "runtime.h").write_text(HEADER.format(value=5))
+    after_edit = compile_in_new_process()
+    assert after_edit[0] == 5 * 1000 + 100
+    assert after_edit[1] != first[1]
+
+    latest.unlink()
+    latest.symlink_to("sdk-2.0")
+    after_upgrade = compile_in_new_process()
+    assert after_upgrade[0] == 7 * 1000 + 200
+    assert after_upgrade[1] not in (first[1], after_edit[1])
