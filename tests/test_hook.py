@@ -32,6 +32,10 @@ def device_options(device_type: str, **kwargs: bool) -> cpp_builder.CppTorchDevi
     return cpp_builder.CppTorchDeviceOptions(device_type=device_type, **kwargs)
 
 
+# `import torch` imports this package through its torch.backends entry point, which arms
+# the hook; the subprocess tests that choose the import order themselves turn that off.
+NO_AUTOLOAD = {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+
 calls: list[tuple[str, bool, bool]] = []
 
 
@@ -289,7 +293,8 @@ ido.register_cpp_device_options("mydev", mydev)
 import torch._inductor.cpp_builder as cb
 print(cb.CppTorchDeviceOptions(device_type="mydev").get_definitions()[-1])
 print(ido.hook_state().mode)
-"""
+""",
+        env=NO_AUTOLOAD,
     )
     assert out.splitlines() == ["USE_MYDEV", "native" if NATIVE else "hook"]
 
@@ -321,7 +326,8 @@ print(cb.CppTorchDeviceOptions(device_type="npu").get_definitions()[-1])
 # torch 2.15 passes a keyword torch 2.13 does not know: it must reach the replacement.
 print(cb.get_cpp_torch_device_options("mlu", True, compile_only=False, cpp_stdlib="libc++"))
 print(received[-1])
-"""
+""",
+        env=NO_AUTOLOAD,
     )
     assert out.splitlines() == [
         "__main__.mlu_patch",
@@ -346,7 +352,8 @@ import inductor_device_options as ido
 cb.get_cpp_torch_device_options("zdev", False, True, "extra", cpp_stdlib="libstdc++")
 cb.get_cpp_torch_device_options(device_type="cpu", aot_mode=True)
 print(seen)
-"""
+""",
+        env=NO_AUTOLOAD,
     )
     assert out.strip() == (
         "[(('zdev', False, True, 'extra'), {'cpp_stdlib': 'libstdc++'}), "
