@@ -359,3 +359,37 @@ print(seen)
         "[(('zdev', False, True, 'extra'), {'cpp_stdlib': 'libstdc++'}), "
         "((), {'device_type': 'cpu', 'aot_mode': True})]"
     )
+
+
+def test_sources_say_where_each_device_gets_its_options() -> None:
+    from torch._dynamo.device_interface import (
+        DeviceInterface,
+        device_interfaces,
+        register_interface_for_device,
+    )
+
+    class WithOptions(DeviceInterface):
+        @staticmethod
+        def get_cpp_device_options(aot_mode: bool, compile_only: bool) -> None:
+            return None
+
+    ido.register_cpp_device_options("mlu", npu_options)
+    register_interface_for_device("ifacedev", WithOptions)
+    try:
+        sources = {source.device_type: source for source in ido.known_device_options_sources()}
+    finally:
+        device_interfaces.pop("ifacedev", None)
+    assert sources["mlu"] == ido.DeviceOptionsSource("mlu", "registration", "test_hook.npu_options")
+    assert sources["npu"].source == "entry point"  # declared by this package (Ascend)
+    assert sources["npu"].description.startswith(
+        "entry point npu = inductor_device_options.ascend:cpp_device_options in group "
+        "'inductor_device_options' (distribution inductor-device-options "
+    )
+    for torch_device in ("cpu", "cuda", "xpu", "mps"):
+        assert sources[torch_device].source == "torch"
+    if NATIVE:
+        assert "ifacedev" not in sources
+    else:
+        assert sources["ifacedev"].source == "device interface"
+        assert sources["ifacedev"].description.endswith("WithOptions.get_cpp_device_options")
+    assert ido.device_options_source("unknowndev:0").source == "torch"

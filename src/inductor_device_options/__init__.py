@@ -25,7 +25,16 @@ from ._errors import (
     ProviderLoadError,
     ReservedDeviceTypeError,
 )
-from ._hook import HookState, arm, default_cpp_device_options, get_cpp_device_options, hook_state
+from ._hook import (
+    DeviceOptionsSource,
+    HookState,
+    arm,
+    default_cpp_device_options,
+    device_options_source,
+    get_cpp_device_options,
+    hook_state,
+    known_device_options_sources,
+)
 from ._options import CppDeviceOptions
 from ._registry import (
     ENTRY_POINT_GROUP,
@@ -45,6 +54,7 @@ __all__ = [
     "CppDeviceOptions",
     "CppDeviceOptionsCallback",
     "CppDeviceOptionsError",
+    "DeviceOptionsSource",
     "HookState",
     "InvalidCppDeviceOptionsError",
     "InvalidDeviceTypeError",
@@ -52,8 +62,10 @@ __all__ = [
     "ProviderLoadError",
     "ReservedDeviceTypeError",
     "default_cpp_device_options",
+    "device_options_source",
     "get_cpp_device_options",
     "hook_state",
+    "known_device_options_sources",
     "register_cpp_device_options",
     "registered_cpp_device_options",
     "registered_device_types",

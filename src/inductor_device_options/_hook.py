@@ -100,17 +100,10 @@ def _call_provider(
 def _device_interface_options(
     device_type: str, aot_mode: bool, compile_only: bool
 ) -> CppDeviceOptions | None:
-    if not device_interface_backport_active():
+    interface = _interface_with_cpp_options(device_type)
+    if interface is None:
         return None
-    from torch._dynamo.device_interface import get_interface_for_device
-
-    try:
-        interface = get_interface_for_device(device_type)
-    except NotImplementedError:
-        return None
-    method = getattr(interface, "get_cpp_device_options", None)
-    if method is None:
-        return None
+    method = interface.get_cpp_device_options  # type: ignore[attr-defined]
     description = f"{_registry.describe_callable(interface)}.get_cpp_device_options"
     raw = _call_provider(
         lambda _device, *flags: method(*flags), description, device_type, aot_mode, compile_only
@@ -124,8 +117,11 @@ _backport_active: bool | None = None
 
 
 def device_interface_backport_active() -> bool:
-    """True where torch's own function does not consult DeviceInterface (torch < 2.15)."""
+    """True where torch's own function does not consult DeviceInterface (torch < 2.15)
+    and this package hooks it (with torch's native registry there is no hook to do it)."""
     global _backport_active
+    if _installation is not None and _installation.mode == "native":
+        return False
     if _backport_active is None:
         from torch._dynamo.device_interface import DeviceInterface
 
@@ -373,6 +369,71 @@ class HookState(NamedTuple):
                 "register_cpp_device_options"
             )
         return line
+
+
+class DeviceOptionsSource(NamedTuple):
+    """Where a device's options come from, found without calling the provider.
+
+    ``source``: ``"registration"``, ``"entry point"``, ``"device interface"`` or
+    ``"torch"`` (the function installed before the hook: stock torch or a replacement).
+    """
+
+    device_type: str
+    source: Literal["registration", "entry point", "device interface", "torch"]
+    description: str
+
+
+def device_options_source(device_type: str) -> DeviceOptionsSource:
+    """Which source serves ``device_type``, in lookup order. Loads no provider."""
+    name = _registry.normalize_device_type(device_type)
+    if name not in _registry.RESERVED_DEVICE_TYPES:
+        provider = _registry.registered_provider(name)
+        if provider is not None:
+            return DeviceOptionsSource(name, "registration", provider.description)
+        entry_point = _registry.declared_entry_points().get(name)
+        if entry_point is not None:
+            return DeviceOptionsSource(
+                name, "entry point", _registry.describe_entry_point(entry_point)
+            )
+        interface = _interface_with_cpp_options(name)
+        if interface is not None:
+            return DeviceOptionsSource(
+                name,
+                "device interface",
+                f"{_registry.describe_callable(interface)}.get_cpp_device_options",
+            )
+    installation = _installation
+    previous = installation.previous if installation is not None else None
+    description = _registry.describe_callable(previous) if previous is not None else "stock torch"
+    return DeviceOptionsSource(name, "torch", description)
+
+
+def known_device_options_sources() -> list[DeviceOptionsSource]:
+    """Every device this process knows a source for: torch's own, registered, declared,
+    and devices whose DeviceInterface defines get_cpp_device_options."""
+    from torch._dynamo.device_interface import get_registered_device_interfaces
+
+    names = set(_registry.RESERVED_DEVICE_TYPES)
+    names.update(_registry.registered_device_types())
+    names.update(_registry.declared_entry_points())
+    names.update(
+        name
+        for name, interface in get_registered_device_interfaces()
+        if getattr(interface, "get_cpp_device_options", None) is not None
+    )
+    return [device_options_source(name) for name in sorted(names)]
+
+
+def _interface_with_cpp_options(device_type: str) -> type | None:
+    if not device_interface_backport_active():
+        return None  # torch's own function consults the interface: it is "torch" then
+    from torch._dynamo.device_interface import get_interface_for_device
+
+    try:
+        interface = get_interface_for_device(device_type)
+    except NotImplementedError:
+        return None
+    return interface if getattr(interface, "get_cpp_device_options", None) else None
 
 
 def hook_state() -> HookState:
