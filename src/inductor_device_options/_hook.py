@@ -63,22 +63,65 @@ _natively_registered: set[str] = set()
 def resolve(device_type: str, aot_mode: bool, compile_only: bool) -> CppDeviceOptions | None:
     """Options for a normalized device from this package's sources, or None.
 
-    Sources in order: registration, entry point, DeviceInterface backport.
+    Sources in order: registration, entry point, DeviceInterface backport. The result is
+    shared: copy it before handing it out.
     """
     provider = _registry.find_provider(device_type)
     if provider is not None:
-        raw = _call_provider(
-            provider.callback, provider.description, device_type, aot_mode, compile_only
-        )
-        options = validate_cpp_device_options(
-            raw, device_type=device_type, provider=provider.description
-        )
+        description = provider.description
+        raw = _call_provider(provider.callback, description, device_type, aot_mode, compile_only)
     else:
-        options_or_none = _device_interface_options(device_type, aot_mode, compile_only)
-        if options_or_none is None:
+        interface = _interface_with_cpp_options(device_type)
+        if interface is None:
             return None
-        options = options_or_none
-    return fresh_options(_with_custom_op_libs(options))
+        description = f"{_registry.describe_callable(interface)}.get_cpp_device_options"
+        method = interface.get_cpp_device_options  # type: ignore[attr-defined]
+        raw = _call_provider(
+            lambda _device, *flags: method(*flags),
+            description,
+            device_type,
+            aot_mode,
+            compile_only,
+        )
+        if raw is None:
+            return None
+    return _finished(raw, device_type, description)
+
+
+# Providers usually return the same lists every time: what was validated and made fresh
+# once is reused, keyed by the exact values (Inductor asks once per build).
+_finished_options: dict[tuple[object, ...], CppDeviceOptions] = {}
+_FINISHED_OPTIONS_LIMIT = 256
+_SEQUENCE_TYPES = (list, tuple)
+
+
+def _finished(raw: object, device_type: str, provider: str) -> CppDeviceOptions:
+    """Validated, with custom_op_libs, made fresh."""
+    custom_op_libs = _custom_op_libs()
+    key: tuple[object, ...] | None = None
+    if (
+        isinstance(raw, _SEQUENCE_TYPES)
+        and len(raw) == 7
+        and all(type(values) in _SEQUENCE_TYPES for values in raw)
+    ):
+        key = (device_type, *(tuple(values) for values in raw), custom_op_libs)
+        try:
+            cached = _finished_options.get(key)
+        except TypeError:  # unhashable values: validation below says what is wrong
+            key, cached = None, None
+        if cached is not None:
+            return cached
+    options = validate_cpp_device_options(raw, device_type=device_type, provider=provider)
+    missing = [lib for lib in custom_op_libs if lib not in options.libraries]
+    if missing:
+        options = options._replace(libraries=[*options.libraries, *missing])
+    options = fresh_options(options)
+    if key is not None:
+        with _lock:
+            if len(_finished_options) >= _FINISHED_OPTIONS_LIMIT:
+                _finished_options.clear()
+            _finished_options[key] = options
+    return options
 
 
 def _call_provider(
@@ -97,22 +140,6 @@ def _call_provider(
         raise
 
 
-def _device_interface_options(
-    device_type: str, aot_mode: bool, compile_only: bool
-) -> CppDeviceOptions | None:
-    interface = _interface_with_cpp_options(device_type)
-    if interface is None:
-        return None
-    method = interface.get_cpp_device_options  # type: ignore[attr-defined]
-    description = f"{_registry.describe_callable(interface)}.get_cpp_device_options"
-    raw = _call_provider(
-        lambda _device, *flags: method(*flags), description, device_type, aot_mode, compile_only
-    )
-    if raw is None:
-        return None
-    return validate_cpp_device_options(raw, device_type=device_type, provider=description)
-
-
 _backport_active: bool | None = None
 
 
@@ -129,30 +156,28 @@ def device_interface_backport_active() -> bool:
     return _backport_active
 
 
-def _with_custom_op_libs(options: CppDeviceOptions) -> CppDeviceOptions:
+def _custom_op_libs() -> tuple[str, ...]:
     # Stock torch appends these for every device; a replaced function used to drop them.
     from torch._inductor import config
 
-    custom_op_libs: Sequence[str] = getattr(config.aot_inductor, "custom_op_libs", None) or ()
-    missing = [lib for lib in custom_op_libs if lib not in options.libraries]
-    if not missing:
-        return options
-    return options._replace(libraries=[*options.libraries, *missing])
+    return tuple(getattr(config.aot_inductor, "custom_op_libs", None) or ())
 
 
 # --- the hook ---------------------------------------------------------------------------
 
 
 def _make_hook(previous: DeviceOptionsFunction) -> DeviceOptionsFunction:
+    reserved = _registry.RESERVED_DEVICE_TYPES
+
     def get_cpp_torch_device_options(*args: Any, **kwargs: Any) -> Any:
-        device_type, aot_mode, compile_only = _bind(args, kwargs)
-        try:
-            name = _registry.normalize_device_type(device_type)
-        except ValueError:
+        device_type = args[0] if args else kwargs.get("device_type")
+        if type(device_type) is not str or device_type in reserved:
+            return previous(*args, **kwargs)  # torch's devices: untouched, and fast
+        name = _normalized_or_none(device_type)
+        if name is None or name in reserved:
             return previous(*args, **kwargs)
-        if name in _registry.RESERVED_DEVICE_TYPES:
-            return previous(*args, **kwargs)
-        options = resolve(name, bool(aot_mode), bool(compile_only))
+        aot_mode, compile_only = _flags(args, kwargs)
+        options = resolve(name, aot_mode, compile_only)
         if options is None:
             return previous(*args, **kwargs)
         return options.as_tuple()
@@ -163,12 +188,26 @@ def _make_hook(previous: DeviceOptionsFunction) -> DeviceOptionsFunction:
     return get_cpp_torch_device_options
 
 
-def _bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[object, object, object]:
-    named = dict(zip(("device_type", "aot_mode", "compile_only"), args, strict=False))
-    for key in ("device_type", "aot_mode", "compile_only"):
-        if key in kwargs:
-            named[key] = kwargs[key]
-    return named.get("device_type"), named.get("aot_mode", False), named.get("compile_only", False)
+_normalized_names: dict[str, str | None] = {}
+
+
+def _normalized_or_none(device_type: str) -> str | None:
+    """The device name, or None where torch passes something that is not one."""
+    if device_type not in _normalized_names:
+        try:
+            name: str | None = _registry.normalize_device_type(device_type)
+        except ValueError:
+            name = None
+        if len(_normalized_names) < 1024:
+            _normalized_names[device_type] = name
+        return name
+    return _normalized_names[device_type]
+
+
+def _flags(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bool, bool]:
+    aot_mode = args[1] if len(args) > 1 else kwargs.get("aot_mode", False)
+    compile_only = args[2] if len(args) > 2 else kwargs.get("compile_only", False)
+    return bool(aot_mode), bool(compile_only)
 
 
 def _native_dispatcher(
@@ -177,7 +216,7 @@ def _native_dispatcher(
     name = _registry.normalize_device_type(device_type)
     options = resolve(name, aot_mode, compile_only)
     if options is None:  # The registration went away: give what torch gives.
-        options = _with_custom_op_libs(default_cpp_device_options(name, aot_mode, compile_only))
+        options = default_cpp_device_options(name, aot_mode, compile_only)
     return options.as_tuple()
 
 
@@ -327,10 +366,11 @@ def get_cpp_device_options(
     device_type: str, aot_mode: bool = False, compile_only: bool = False
 ) -> CppDeviceOptions:
     """Exactly what Inductor's ``CppTorchDeviceOptions`` gets for ``device_type``."""
-    _registry.normalize_device_type(device_type)
+    # Inductor passes device names without an index; torch's native registry only knows those.
+    name = _registry.normalize_device_type(device_type)
     module = _installed().module
     result = getattr(module, _FUNCTION)(
-        device_type=device_type, aot_mode=aot_mode, compile_only=compile_only
+        device_type=name, aot_mode=aot_mode, compile_only=compile_only
     )
     return CppDeviceOptions(*(list(values) for values in result))
 

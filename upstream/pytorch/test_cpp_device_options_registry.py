@@ -111,10 +111,13 @@ class TestCppDeviceOptionsRegistry(TestCase):
         self.assertEqual(result, MOCK_OPTIONS)
         callback.assert_called_once_with("mock_device", False, False)
 
-        # aot_mode and compile_only are passed through positionally.
-        callback.reset_mock()
-        get_cpp_torch_device_options("mock_device", aot_mode=True, compile_only=True)
-        callback.assert_called_once_with("mock_device", True, True)
+        # aot_mode and compile_only are passed through positionally, in order.
+        for aot_mode, compile_only in ((True, False), (False, True)):
+            callback.reset_mock()
+            get_cpp_torch_device_options(
+                "mock_device", aot_mode=aot_mode, compile_only=compile_only
+            )
+            callback.assert_called_once_with("mock_device", aot_mode, compile_only)
 
     # 2. re-registration warns and overwrites
     def test_reregistration_warns_and_overwrites(self):
@@ -194,7 +197,7 @@ class TestCppDeviceOptionsRegistry(TestCase):
 
                 self.assertEqual(result, baseline)
                 self.assertEqual(result[0], [])  # no device definitions
-                for mock_value, values in zip(MOCK_OPTIONS, result):
+                for mock_value, values in zip(MOCK_OPTIONS, result, strict=True):
                     self.assertFalse(set(mock_value) & set(values))
                 callback.assert_not_called()
 

@@ -1,0 +1,319 @@
+"""Benchmarks: the registry costs nothing where it runs.
+
+    python benchmarks/run.py              # everything, prints a table, writes benchmarks/results.json
+    python benchmarks/run.py --smoke      # a few seconds: proves the command works (CI)
+    python benchmarks/run.py --only import,lookup
+
+Each figure is a median over repeated runs; where there is a baseline, the ratio is
+measured in the same run, interleaved with it (these machines are noisy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from synthetic_sdk import write_synthetic_cann  # noqa: E402
+
+
+class Result(NamedTuple):
+    key: str
+    what: str
+    value: float
+    unit: str
+    target: str
+    met: bool
+    detail: str = ""
+
+
+class Settings(NamedTuple):
+    processes: int  # fresh processes per variant
+    calls: int  # calls per timing block
+    blocks: int  # interleaved blocks
+    e2e_runs: int  # cold compiles per variant
+    headers: int
+    libraries: int
+
+
+FULL = Settings(processes=15, calls=2000, blocks=15, e2e_runs=4, headers=5000, libraries=100)
+SMOKE = Settings(processes=2, calls=50, blocks=3, e2e_runs=0, headers=200, libraries=10)
+
+
+def median_of_blocks(
+    functions: dict[str, Callable[[], object]], settings: Settings
+) -> dict[str, float]:
+    """Seconds per call of each function: median over blocks, the functions interleaved."""
+    samples: dict[str, list[float]] = {name: [] for name in functions}
+    for _ in range(settings.blocks):
+        for name, function in functions.items():
+            start = time.perf_counter()
+            for _ in range(settings.calls):
+                function()
+            samples[name].append((time.perf_counter() - start) / settings.calls)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+# 1. import time -------------------------------------------------------------------------
+
+IMPORT_SCRIPTS = {
+    "torch": "import torch",
+    "torch + package + register": (
+        "import torch\n"
+        "import inductor_device_options as ido\n"
+        "ido.register_cpp_device_options('benchdev', lambda d, a, c: ([], [], [], [], [], [], []))"
+    ),
+    "torch + torch._inductor.cpp_builder": "import torch\nimport torch._inductor.cpp_builder",
+}
+_TIMED = "import time\n_start = time.perf_counter()\n{body}\nprint(time.perf_counter() - _start)"
+
+
+def bench_import(settings: Settings) -> list[Result]:
+    # Without autoload, `import torch` alone does not import this package (it is declared in
+    # torch.backends): the baseline is then torch without the package.
+    env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    samples: dict[str, list[float]] = {name: [] for name in IMPORT_SCRIPTS}
+    for _ in range(settings.processes):
+        for name, body in IMPORT_SCRIPTS.items():
+            script = _TIMED.format(body=body)
+            out = subprocess.run(
+                [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+            ).stdout
+            samples[name].append(float(out.split()[-1]))
+    torch_alone = statistics.median(samples["torch"])
+    with_package = statistics.median(samples["torch + package + register"])
+    inductor = statistics.median(samples["torch + torch._inductor.cpp_builder"])
+    added_ms = (with_package - torch_alone) * 1000
+    return [
+        Result(
+            "import",
+            "import torch + package + register, over import torch alone",
+            added_ms,
+            "ms added",
+            "< 10 ms",
+            added_ms < 10,
+            f"torch {torch_alone * 1000:.0f} ms, with package {with_package * 1000:.0f} ms "
+            f"(ratio {with_package / torch_alone:.3f}); {settings.processes} fresh processes each",
+        ),
+        Result(
+            "import_inductor",
+            "for scale: the torch._inductor import registering avoids",
+            (inductor - torch_alone) * 1000,
+            "ms",
+            "-",
+            True,
+            f"import torch + torch._inductor.cpp_builder: {inductor * 1000:.0f} ms",
+        ),
+    ]
+
+
+# 2-3. lookups ---------------------------------------------------------------------------
+
+
+def bench_lookup(settings: Settings) -> list[Result]:
+    import torch._inductor.cpp_builder as cpp_builder
+
+    import inductor_device_options as ido
+    from inductor_device_options import _hook
+
+    installation = _hook._installation
+    assert installation is not None and installation.mode == "hook"
+    stock = installation.previous
+    hooked = cpp_builder.get_cpp_torch_device_options
+    timings = median_of_blocks(
+        {"stock": lambda: stock("cpu", False, False), "hook": lambda: hooked("cpu", False, False)},
+        settings,
+    )
+    ratio = timings["hook"] / timings["stock"]
+
+    options = (["BENCH_DEVICE"], ["/opt/bench/include"], [], [], ["/opt/bench/lib"], ["bench"], [])
+    ido.register_cpp_device_options("benchdev", lambda d, a, c: options)
+    try:
+        registered = median_of_blocks(
+            {"registered": lambda: hooked("benchdev", False, False)}, settings
+        )["registered"]
+    finally:
+        ido.unregister_cpp_device_options("benchdev")
+    return [
+        Result(
+            "cpu_lookup",
+            'get_cpp_torch_device_options("cpu"): hook / stock',
+            ratio,
+            "ratio",
+            "<= 1.05",
+            ratio <= 1.05,
+            f"stock {timings['stock'] * 1e6:.1f} µs, through the hook "
+            f"{timings['hook'] * 1e6:.1f} µs per call",
+        ),
+        Result(
+            "registered_lookup",
+            "registered device, trivial callback, with validation",
+            registered * 1e6,
+            "µs per lookup",
+            "< 20 µs",
+            registered * 1e6 < 20,
+        ),
+    ]
+
+
+# 4-5. Ascend provider and fingerprint on a realistic SDK ----------------------------------
+
+
+def bench_sdk(settings: Settings, workdir: Path) -> list[Result]:
+    from inductor_device_options import _freshness, ascend
+
+    tree = write_synthetic_cann(workdir / "sdk", settings.headers, settings.libraries)
+    os.environ["ASCEND_HOME_PATH"] = str(tree.cann_home)
+    os.environ["TORCH_NPU_INSTALL_PATH"] = str(tree.torch_npu)
+    cold: list[float] = []
+    cached: list[float] = []
+    fingerprint: list[float] = []
+    for _ in range(max(settings.blocks, 3)):
+        ascend.clear_cache()
+        start = time.perf_counter()
+        options = ascend.cpp_device_options("npu", False, False)
+        cold.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        for _ in range(settings.calls):
+            ascend.cpp_device_options("npu", False, False)
+        cached.append((time.perf_counter() - start) / settings.calls)
+        _freshness._fingerprints.clear()
+        start = time.perf_counter()
+        _freshness.sdk_fingerprint(options.include_dirs, options.libraries_dirs, options.libraries)
+        fingerprint.append(time.perf_counter() - start)
+    size = f"{tree.headers} headers, {tree.libraries} libraries"
+    cold_ms = statistics.median(cold) * 1000
+    cached_us = statistics.median(cached) * 1e6
+    fingerprint_ms = statistics.median(fingerprint) * 1000
+    return [
+        Result("ascend_cold", "Ascend provider, first call (discovery)", cold_ms, "ms",
+               "< 50 ms", cold_ms < 50, size),
+        Result("ascend_cached", "Ascend provider, cached call", cached_us, "µs",
+               "< 20 µs", cached_us < 20, size),
+        Result("fingerprint", "SDK fingerprint, computed once per process", fingerprint_ms, "ms",
+               "< 50 ms", fingerprint_ms < 50, size),
+    ]
+
+
+# 6. end to end --------------------------------------------------------------------------
+
+E2E_SCRIPT = """
+import os, sys, time
+variant = sys.argv[1]
+import torch
+from inductor_device_options.sample import benchmark_setup
+model, example = benchmark_setup(variant)
+start = time.perf_counter()
+compiled = torch.compile(model, options={"cpp_wrapper": True})
+compiled(example)
+print(time.perf_counter() - start)
+"""
+
+
+def bench_e2e(settings: Settings, workdir: Path) -> list[Result]:
+    samples: dict[str, list[float]] = {"registry": [], "replacement": []}
+    for run in range(settings.e2e_runs):
+        for variant in samples:
+            cache = workdir / f"e2e-{variant}-{run}"
+            env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache), TMPDIR=str(workdir))
+            out = subprocess.run(
+                [sys.executable, "-c", E2E_SCRIPT, variant],
+                env=env, capture_output=True, text=True, check=True,
+            ).stdout
+            samples[variant].append(float(out.split()[-1]))
+            shutil.rmtree(cache, ignore_errors=True)
+    registry = statistics.median(samples["registry"])
+    replacement = statistics.median(samples["replacement"])
+    ratio = registry / replacement
+    return [
+        Result(
+            "e2e",
+            "cpp_wrapper torch.compile, cold cache: registry / direct replacement",
+            ratio,
+            "ratio",
+            "0.97-1.03",
+            0.97 <= ratio <= 1.03,
+            f"registry {registry:.1f} s, replacement {replacement:.1f} s; "
+            f"{settings.e2e_runs} runs each, interleaved",
+        )
+    ]
+
+
+BENCHMARKS: dict[str, Callable[[Settings, Path], list[Result]]] = {
+    "import": lambda settings, _: bench_import(settings),
+    "lookup": lambda settings, _: bench_lookup(settings),
+    "sdk": bench_sdk,
+    "e2e": bench_e2e,
+}
+
+
+def machine() -> dict[str, Any]:
+    import torch
+
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cpu": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "system": platform.platform(),
+    }
+
+
+def table(results: list[Result]) -> str:
+    lines = ["| # | what | value | target | met | detail |", "|---|---|---|---|---|---|"]
+    for index, result in enumerate(results, 1):
+        value = f"{result.value:.3f}" if result.unit == "ratio" else f"{result.value:.2f}"
+        lines.append(
+            f"| {index} | {result.what} | {value} {result.unit} | {result.target} | "
+            f"{'yes' if result.met else 'NO'} | {result.detail} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="a few seconds, to prove it works")
+    parser.add_argument("--only", help=f"comma-separated subset of {','.join(BENCHMARKS)}")
+    parser.add_argument("--json", type=Path, default=HERE / "results.json")
+    args = parser.parse_args(argv)
+    settings = SMOKE if args.smoke else FULL
+    names = args.only.split(",") if args.only else list(BENCHMARKS)
+    if args.smoke:
+        names = [name for name in names if name != "e2e"]
+    unknown = set(names) - set(BENCHMARKS)
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
+    results: list[Result] = []
+    with tempfile.TemporaryDirectory(prefix="ido-bench-") as workdir:
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(workdir, "inductor-cache"))
+        for name in names:
+            print(f"running {name} ...", file=sys.stderr, flush=True)
+            results.extend(BENCHMARKS[name](settings, Path(workdir)))
+    print(f"machine: {machine()}")
+    print(table(results))
+    report = {
+        "machine": machine(),
+        "settings": settings._asdict(),
+        "smoke": args.smoke,
+        "results": [result._asdict() for result in results],
+    }
+    args.json.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
