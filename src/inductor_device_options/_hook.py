@@ -456,11 +456,12 @@ def known_device_options_sources() -> list[DeviceOptionsSource]:
     names = set(_registry.RESERVED_DEVICE_TYPES)
     names.update(_registry.registered_device_types())
     names.update(_registry.declared_entry_points())
-    names.update(
-        name
-        for name, interface in get_registered_device_interfaces()
-        if getattr(interface, "get_cpp_device_options", None) is not None
-    )
+    if device_interface_backport_active():
+        names.update(
+            name
+            for name, interface in get_registered_device_interfaces()
+            if getattr(interface, "get_cpp_device_options", None) is not None
+        )
     return [device_options_source(name) for name in sorted(names)]
 
 
