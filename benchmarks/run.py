@@ -177,7 +177,7 @@ def bench_sdk(settings: Settings, workdir: Path) -> list[Result]:
 
     tree = write_synthetic_cann(workdir / "sdk", settings.headers, settings.libraries)
     os.environ["ASCEND_HOME_PATH"] = str(tree.cann_home)
-    os.environ["TORCH_NPU_INSTALL_PATH"] = str(tree.torch_npu)
+    os.environ["PYTORCH_NPU_INSTALL_PATH"] = str(tree.torch_npu)
     cold: list[float] = []
     cached: list[float] = []
     fingerprint: list[float] = []

@@ -51,9 +51,9 @@ def sdk_fingerprint(
     with _lock:
         if key in _fingerprints:
             return _fingerprints[key]
-    own_include_dirs = [
-        path for path in include_dirs if os.path.isdir(path) and not _inside_torch(path)
-    ]
+    own_include_dirs = _outermost(
+        [path for path in include_dirs if os.path.isdir(path) and not _inside_torch(path)]
+    )
     library_files = [
         path for path in _library_files(libraries_dirs, libraries) if not _inside_torch(path)
     ]
@@ -64,11 +64,22 @@ def sdk_fingerprint(
             digest.update(f"dir {path}\n".encode())
             _hash_tree(path, digest)
         for path in library_files:
-            _hash_file(path, path, digest)
+            _hash_file(path, digest)
         fingerprint = digest.hexdigest()
     with _lock:
         _fingerprints[key] = fingerprint
     return fingerprint
+
+
+def _outermost(directories: list[str]) -> list[str]:
+    """Drop dirs inside another listed dir (CANN lists include/ and include/experiment/...):
+    the outer walk covers them."""
+    chosen = sorted(set(directories))
+    outer: list[str] = []
+    for path in chosen:
+        if not any(path.startswith(parent + os.sep) for parent in outer):
+            outer.append(path)
+    return outer
 
 
 def _inside_torch(path: str) -> bool:
@@ -97,14 +108,17 @@ def _library_files(libraries_dirs: list[str], libraries: list[str]) -> list[str]
 
 
 def _hash_tree(root: str, digest: hashlib.blake2b) -> None:
+    # One stat per file, labels relative to root, one update: ~5 µs a file in all.
+    prefix = len(root) + 1
+    lines: list[str] = []
     stack = [root]
     visited = {root}  # symlinked dirs (CANN's top-level views) are walked once
     while stack:
         directory = stack.pop()
         try:
-            entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+            entries = list(os.scandir(directory))
         except OSError:
-            digest.update(f"unreadable {directory}\n".encode())
+            lines.append(f"unreadable {directory[prefix:]}\n")
             continue
         for entry in entries:
             if entry.is_dir():
@@ -112,16 +126,21 @@ def _hash_tree(root: str, digest: hashlib.blake2b) -> None:
                 if real not in visited:
                     visited.add(real)
                     stack.append(entry.path)
-            else:
-                _hash_file(entry.path, os.path.relpath(entry.path, root), digest, entry)
+                continue
+            try:
+                status = entry.stat()
+            except OSError:
+                lines.append(f"missing {entry.path[prefix:]}\n")
+                continue
+            lines.append(f"{entry.path[prefix:]}\0{status.st_size}\0{status.st_mtime_ns}\n")
+    lines.sort()  # scandir order is the file system's: sort for a stable digest
+    digest.update("".join(lines).encode())
 
 
-def _hash_file(
-    path: str, label: str, digest: hashlib.blake2b, entry: os.DirEntry[str] | None = None
-) -> None:
+def _hash_file(path: str, digest: hashlib.blake2b) -> None:
     try:
-        status = entry.stat() if entry is not None else os.stat(path)
+        status = os.stat(path)
     except OSError:
-        digest.update(f"missing {label}\n".encode())
+        digest.update(f"missing {path}\n".encode())
         return
-    digest.update(f"{label}\0{status.st_size}\0{status.st_mtime_ns}\n".encode())
+    digest.update(f"{path}\0{status.st_size}\0{status.st_mtime_ns}\n".encode())
