@@ -330,6 +330,13 @@ def expected_npu_options(layout: Layout, torch_npu: TorchNpu) -> ido.CppDeviceOp
     )
 
 
+def without_core_definitions(options: ido.CppDeviceOptions) -> ido.CppDeviceOptions:
+    """Drop what the core adds to every provider's result (its SDK fingerprint)."""
+    return options._replace(
+        definitions=[d for d in options.definitions if not d.startswith("INDUCTOR_DEVICE_OPTIONS_")]
+    )
+
+
 def use(monkeypatch: pytest.MonkeyPatch, layout: Layout, torch_npu: TorchNpu) -> None:
     for var, value in layout.env.items():
         monkeypatch.setenv(var, value)
@@ -374,8 +381,8 @@ def test_provider_is_defaults_plus_npu_and_reaches_inductor(
     assert ascend.cpp_device_options("npu", True, True) == expected  # flags: same lists
 
     ascend.register()
-    assert ido.get_cpp_device_options("npu") == expected
-    assert ido.get_cpp_device_options("npu:0", aot_mode=True) == expected
+    assert without_core_definitions(ido.get_cpp_device_options("npu")) == expected
+    assert without_core_definitions(ido.get_cpp_device_options("npu", aot_mode=True)) == expected
     assert ido.get_cpp_device_options("cpu") == ido.default_cpp_device_options("cpu")
 
 
@@ -398,6 +405,35 @@ def test_torch_npu_found_by_override_and_lib_override(
     options = ascend.npu_cpp_device_options()
     assert options.libraries_dirs == [str(other_lib), *layout.library_dirs]
     assert options.include_dirs == [torch_npu.include_dir, *layout.include_dirs]
+
+
+def test_unusable_torch_npu_override_is_skipped_with_a_warning(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    torch_npu = make_torch_npu(base)
+    monkeypatch.syspath_prepend(str(torch_npu.site))
+    stale = base / "old-build" / "torch_npu"
+    stale.mkdir(parents=True)
+    monkeypatch.setenv("PYTORCH_NPU_INSTALL_PATH", str(stale))
+    with pytest.warns(RuntimeWarning) as record:
+        found = ascend.find_torch_npu()
+    assert (found.package_dir, found.source) == (str(torch_npu.package_dir), "find_spec")
+    assert [str(w.message) for w in record] == [
+        f"Ignoring PYTORCH_NPU_INSTALL_PATH={stale} (no libtorch_npu.so); using torch_npu at "
+        f"{torch_npu.package_dir} instead"
+    ]
+
+
+def test_set_env_sh_sets_both_variables(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    layout = cann_85(base)
+    for var in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"):  # as CANN's set_env.sh exports
+        monkeypatch.setenv(var, str(base / "Ascend" / "cann"))
+    found = ascend.find_cann()
+    assert (found.source, found.root, found.home) == (
+        "ASCEND_HOME_PATH",
+        str(base / "Ascend" / "cann"),
+        str(layout.home),
+    )
 
 
 def test_changing_ascend_home_path_gives_the_new_tree(
@@ -483,10 +519,14 @@ def test_patch_get_cpp_torch_device_options_registers(
 
     before = cpp_builder.get_cpp_torch_device_options
     mode = ascend.patch_get_cpp_torch_device_options()
-    assert mode == ("native" if hasattr(cpp_builder, "register_cpp_device_options") else "hook")
+    if hasattr(cpp_builder, "register_cpp_device_options"):  # upstream API: used
+        assert mode == "native"
+        assert "npu" in getattr(cpp_builder, "_cpp_device_options_registry")  # noqa: B009
+    else:
+        assert mode == "hook"
     assert cpp_builder.get_cpp_torch_device_options is before  # nothing replaced by us
     definitions, *_rest, libraries, passthrough = cpp_builder.get_cpp_torch_device_options("npu")
-    assert definitions == ["USE_NPU"]
+    assert definitions[0] == "USE_NPU"
     assert libraries[-3:] == ["torch_npu", "runtime", "acl_rt"]
     assert passthrough == PASSTHROUGH
 
@@ -563,6 +603,21 @@ def test_missing_cann_error_says_why_each_place_failed(
     assert info.value.tried[0] == (
         f"ASCEND_HOME_PATH={no_header}",
         f"no acl/acl.h under include/ or {ARCH}/include/",
+    )
+
+
+def test_missing_cann_error_keeps_the_search_order(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(base / "home"))  # "~" is expanded when tried
+    monkeypatch.setenv("ASCEND_TOOLKIT_HOME", str(base / "toolkit"))
+    with pytest.raises(ascend.CannNotFoundError) as info:
+        ascend.find_cann(default_roots=[str(base / "toolkit"), "~/Ascend/cann"])
+    assert info.value.tried == (
+        ("ASCEND_HOME_PATH", "not set"),
+        (f"ASCEND_TOOLKIT_HOME={base}/toolkit", "does not exist"),
+        (f"{base}/toolkit", "already tried"),
+        (f"{base}/home/Ascend/cann", "does not exist"),
     )
 
 

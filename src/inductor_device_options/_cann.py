@@ -40,15 +40,13 @@ What the layouts look like (what this module relies on)
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import os
-import platform
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
-from inductor_device_options import CppDeviceOptionsError
+from ._errors import CppDeviceOptionsError
 
 __all__ = [
     "ACL_SPLIT_LIBRARIES",
@@ -110,6 +108,9 @@ _SET_ENV_HINT = (
 )
 
 
+_PROVIDER = "inductor_device_options.ascend.cpp_device_options"
+
+
 class AscendOptionsError(CppDeviceOptionsError):
     """The Ascend ``npu`` compile options cannot be produced."""
 
@@ -126,7 +127,7 @@ class CannNotFoundError(AscendOptionsError):
             *(f"  - {where}: {why}" for where, why in self.tried),
             f"Fix: {_SET_ENV_HINT}.",
         ]
-        super().__init__("\n".join(lines))
+        super().__init__("\n".join(lines), device_type="npu", provider=_PROVIDER)
 
 
 class TorchNpuNotFoundError(AscendOptionsError):
@@ -141,11 +142,10 @@ class TorchNpuNotFoundError(AscendOptionsError):
             *(f"  - {where}: {why}" for where, why in self.tried),
             f"Fix: {fix}.",
         ]
-        super().__init__("\n".join(lines))
+        super().__init__("\n".join(lines), device_type="npu", provider=_PROVIDER)
 
 
-@dataclass(frozen=True)
-class CannInstall:
+class CannInstall(NamedTuple):
     """A CANN toolkit found on disk (all paths are real paths)."""
 
     #: The candidate as found (e.g. ``/usr/local/Ascend/ascend-toolkit/latest``).
@@ -162,8 +162,7 @@ class CannInstall:
     libraries: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class TorchNpuInstall:
+class TorchNpuInstall(NamedTuple):
     """A torch_npu install found without importing it (real paths)."""
 
     #: The ``torch_npu`` package directory.
@@ -176,9 +175,18 @@ class TorchNpuInstall:
     library_dir: str
 
 
-def cann_arch(machine: str | None = None) -> str:
+def machine() -> str:
+    """``platform.machine()`` without importing platform (CANN is Linux-only)."""
+    if hasattr(os, "uname"):
+        return os.uname().machine
+    import platform
+
+    return platform.machine()
+
+
+def cann_arch(machine_name: str | None = None) -> str:
     """The ``<arch>-linux`` directory name CANN uses for this machine."""
-    m = (machine if machine is not None else platform.machine()).lower()
+    m = (machine_name if machine_name is not None else machine()).lower()
     m = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}.get(m, m)
     return f"{m}-linux"
 
@@ -244,7 +252,7 @@ def _probe_cann(root: str, arch_dir: str) -> CannInstall | str:
 def find_cann(
     environ: Mapping[str, str],
     default_roots: Sequence[str],
-    machine: str | None = None,
+    machine_name: str | None = None,
 ) -> CannInstall:
     """Find CANN: the environment variables, then ``default_roots``, first usable wins.
 
@@ -253,22 +261,22 @@ def find_cann(
     upgrade is the usual cause); when nothing is usable,
     :class:`CannNotFoundError` lists every place tried and why it failed.
     """
-    arch_dir = cann_arch(machine)
+    arch_dir = cann_arch(machine_name)
     tried: list[tuple[str, str]] = []
     skipped_env: list[str] = []
-    candidates: list[tuple[str, str, str]] = []  # (label, path, source)
+    candidates: list[tuple[str, str, str]] = []  # (label, path or "" if unset, source)
     for var in CANN_ENV_VARS:
         value = environ.get(var, "")
-        if not value:
-            tried.append((var, "not set"))
-            continue
-        candidates.append((f"{var}={value}", value, var))
+        candidates.append((f"{var}={value}" if value else var, value, var))
     for root in default_roots:
         path = os.path.expanduser(root)
         candidates.append((path, path, "default"))
 
     seen: set[str] = set()
     for label, path, source in candidates:
+        if not path:
+            tried.append((label, "not set"))
+            continue
         key = os.path.abspath(path)
         if key in seen:
             tried.append((label, "already tried"))
@@ -283,15 +291,7 @@ def find_cann(
                     RuntimeWarning,
                     stacklevel=4,
                 )
-            return CannInstall(
-                root=path,
-                source=source,
-                home=found.home,
-                arch_dir=found.arch_dir,
-                include_dirs=found.include_dirs,
-                library_dirs=found.library_dirs,
-                libraries=found.libraries,
-            )
+            return found._replace(root=path, source=source)
         tried.append((label, found))
         if source != "default":
             skipped_env.append(f"{label} ({found})")
@@ -299,22 +299,44 @@ def find_cann(
 
 
 def _torch_npu_from_dir(
-    package_dir: str, source: str, environ: Mapping[str, str], tried: list[tuple[str, str]]
-) -> TorchNpuInstall | None:
+    package_dir: str, source: str, environ: Mapping[str, str]
+) -> TorchNpuInstall | tuple[str, str]:
+    """A TorchNpuInstall for ``package_dir``, or (where, why) it is not usable."""
     package_dir = os.path.realpath(package_dir)
     include = os.path.join(package_dir, "include")
     lib_override = environ.get(ENV_LIBTORCH_NPU_PATH, "")
     library_dir = lib_override or os.path.join(package_dir, "lib")
     if not os.path.isfile(os.path.join(library_dir, "libtorch_npu.so")):
         where = f"{ENV_LIBTORCH_NPU_PATH}={lib_override}" if lib_override else library_dir
-        tried.append((where, "no libtorch_npu.so"))
-        return None
+        return where, "no libtorch_npu.so"
     return TorchNpuInstall(
         package_dir=package_dir,
         source=source,
         include_dir=os.path.realpath(include) if os.path.isdir(include) else None,
         library_dir=os.path.realpath(library_dir),
     )
+
+
+def _spec_dir() -> str | None:
+    try:
+        spec = importlib.util.find_spec("torch_npu")  # finds, does not import, the package
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:
+        return next(iter(spec.submodule_search_locations))
+    return os.path.dirname(spec.origin) if spec.origin else None
+
+
+def _metadata_dir() -> str | None:
+    from importlib import metadata  # ~25 ms to import: only when find_spec did not succeed
+
+    try:
+        dist = metadata.distribution("torch_npu")
+    except metadata.PackageNotFoundError:
+        return None
+    return str(dist.locate_file("torch_npu"))
 
 
 def find_torch_npu(environ: Mapping[str, str]) -> TorchNpuInstall:
@@ -324,52 +346,61 @@ def find_torch_npu(environ: Mapping[str, str]) -> TorchNpuInstall:
     ``importlib.util.find_spec("torch_npu")`` (which locates a top-level
     package without executing it), then the ``torch_npu`` distribution's
     files via :mod:`importlib.metadata`.  ``$LIBTORCH_NPU_PATH`` overrides the
-    directory of ``libtorch_npu.so`` as in torch_npu.
+    directory of ``libtorch_npu.so`` as in torch_npu.  A set
+    ``$PYTORCH_NPU_INSTALL_PATH`` that is not usable is skipped with a
+    :class:`RuntimeWarning`; :class:`TorchNpuNotFoundError` lists every place tried.
     """
     tried: list[tuple[str, str]] = []
-    override = environ.get(ENV_TORCH_NPU_INSTALL_PATH, "")
-    if override:
-        label = f"{ENV_TORCH_NPU_INSTALL_PATH}={override}"
-        if not os.path.isdir(override):
-            tried.append((label, "is not a directory"))
-        else:
-            found = _torch_npu_from_dir(override, ENV_TORCH_NPU_INSTALL_PATH, environ, tried)
-            if found is not None:
-                return found
-    else:
-        tried.append((ENV_TORCH_NPU_INSTALL_PATH, "not set"))
+    seen: set[str] = set()
+    skipped_override: str | None = None
 
-    spec_dir: str | None = None
-    try:
-        spec = importlib.util.find_spec("torch_npu")
-    except (ImportError, ValueError):
-        spec = None
-    if spec is not None:
-        if spec.submodule_search_locations:
-            spec_dir = next(iter(spec.submodule_search_locations))
-        elif spec.origin:
-            spec_dir = os.path.dirname(spec.origin)
+    def attempt(package_dir: str, source: str) -> TorchNpuInstall | None:
+        real = os.path.realpath(package_dir)
+        if real in seen:
+            return None  # the same directory by another route: already reported
+        seen.add(real)
+        result = _torch_npu_from_dir(real, source, environ)
+        if isinstance(result, TorchNpuInstall):
+            if skipped_override is not None:
+                warnings.warn(
+                    f"Ignoring {skipped_override}; using torch_npu at {result.package_dir} instead",
+                    RuntimeWarning,
+                    stacklevel=5,
+                )
+            return result
+        if result not in tried:
+            tried.append(result)
+        return None
+
+    override = environ.get(ENV_TORCH_NPU_INSTALL_PATH, "")
+    if not override:
+        tried.append((ENV_TORCH_NPU_INSTALL_PATH, "not set"))
+    elif not os.path.isdir(override):
+        tried.append((f"{ENV_TORCH_NPU_INSTALL_PATH}={override}", "is not a directory"))
+        skipped_override = f"{ENV_TORCH_NPU_INSTALL_PATH}={override} (is not a directory)"
+    else:
+        found = attempt(override, ENV_TORCH_NPU_INSTALL_PATH)
+        if found is not None:
+            return found
+        skipped_override = f"{ENV_TORCH_NPU_INSTALL_PATH}={override} ({tried[-1][1]})"
+
+    spec_dir = _spec_dir()
     if spec_dir is None:
         tried.append(("importlib.util.find_spec('torch_npu')", "not found on sys.path"))
     else:
-        found = _torch_npu_from_dir(spec_dir, "find_spec", environ, tried)
+        found = attempt(spec_dir, "find_spec")
         if found is not None:
             return found
 
-    try:
-        dist = importlib.metadata.distribution("torch_npu")
-    except importlib.metadata.PackageNotFoundError:
+    meta_dir = _metadata_dir()
+    if meta_dir is None:
         tried.append(("importlib.metadata.distribution('torch_npu')", "not installed"))
+    elif not os.path.isdir(meta_dir):
+        tried.append((meta_dir, "does not exist"))
     else:
-        meta_dir = os.path.realpath(str(dist.locate_file("torch_npu")))
-        if spec_dir is not None and meta_dir == os.path.realpath(spec_dir):
-            pass  # same directory, already reported
-        elif not os.path.isdir(meta_dir):
-            tried.append((meta_dir, "does not exist"))
-        else:
-            found = _torch_npu_from_dir(meta_dir, "metadata", environ, tried)
-            if found is not None:
-                return found
+        found = attempt(meta_dir, "metadata")
+        if found is not None:
+            return found
 
     if any(why == "no libtorch_npu.so" for _, why in tried):
         fix = (

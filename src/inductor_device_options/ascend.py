@@ -1,0 +1,274 @@
+"""Ascend NPU (torch_npu + CANN) C++ compile options for TorchInductor.
+
+One call gives Inductor what it needs to compile and link kernels for ``npu``::
+
+    from inductor_device_options import ascend
+    ascend.register()
+
+:func:`cpp_device_options` is the provider: what stock torch gives the device
+(:func:`~inductor_device_options.default_cpp_device_options`: torch's include
+and lib dirs, ``config.aot_inductor.custom_op_libs``) plus everything torch_npu
+2.14.0's ``torch_npu/_inductor/cpp_builder.py`` adds for ``npu``:
+
+* definition ``USE_NPU``;
+* include dirs: torch_npu's ``include``, then CANN's ``include``, ``pkg_inc``,
+  ``pkg_inc/profiling``, ``include/experiment``, ``include/experiment/msprof``
+  and, where the release has them, ``include/experiment/runtime`` /
+  ``pkg_inc/runtime`` (``runtime/rt.h`` before / after CANN 8.5) and
+  ``include/experiment/msprof/toolchain``;
+* library dirs: torch_npu's ``lib`` (or ``$LIBTORCH_NPU_PATH``), CANN's ``lib64``;
+* libraries ``torch_npu``, ``runtime`` and ``ascendcl`` -- or, on a release
+  without ``libascendcl.so``, the split AscendCL runtime library ``acl_rt``;
+* passthrough ``-DBUILD_LIBTORCH=ON -Wno-unused-function``.
+
+Unlike torch_npu's version, which reads ``$ASCEND_HOME_PATH`` only and
+replaces torch's function for every device, CANN is found from
+``$ASCEND_HOME_PATH``, ``$ASCEND_TOOLKIT_HOME`` or the default install
+locations (:data:`DEFAULT_CANN_ROOTS`), in the classic ``ascend-toolkit``
+layout, the 8.5+ ``cann`` layout and their ``<arch>-linux`` sub-trees, with
+``latest``-style links resolved to the versioned directory (so Inductor's
+compile cache tells CANN releases apart).  torch_npu is located without being
+imported (importing it needs the device runtime).  See
+:mod:`inductor_device_options._cann` for the layouts relied on.
+
+Discovery happens when an ``npu`` build first asks for options, never at
+import; it is cached per process, keyed on the environment variables it
+reads (and ``sys.path``), so changing ``ASCEND_HOME_PATH`` takes effect on
+the next build.  A missing CANN or torch_npu raises :class:`CannNotFoundError`
+or :class:`TorchNpuNotFoundError` (both :class:`AscendOptionsError`, a
+:class:`~inductor_device_options.CppDeviceOptionsError`) listing every place
+tried and what to do.
+
+Importing this module does not import ``torch._inductor`` (nor torch).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import warnings
+from collections.abc import Sequence
+from typing import Literal, TypeVar
+
+from . import _cann, _registry
+from ._cann import (
+    ACL_SPLIT_LIBRARIES,
+    CANN_ENV_VARS,
+    CANN_INCLUDE_SUBDIRS,
+    ENV_LIBTORCH_NPU_PATH,
+    ENV_TORCH_NPU_INSTALL_PATH,
+    AscendOptionsError,
+    CannInstall,
+    CannNotFoundError,
+    TorchNpuInstall,
+    TorchNpuNotFoundError,
+)
+from ._hook import default_cpp_device_options, hook_state
+from ._options import CppDeviceOptions
+from ._registry import register as register_cpp_device_options
+from ._registry import unregister as unregister_cpp_device_options
+
+__all__ = [
+    "ACL_SPLIT_LIBRARIES",
+    "CANN_ENV_VARS",
+    "CANN_INCLUDE_SUBDIRS",
+    "DEFAULT_CANN_ROOTS",
+    "DEVICE_TYPE",
+    "ENV_LIBTORCH_NPU_PATH",
+    "ENV_TORCH_NPU_INSTALL_PATH",
+    "NPU_DEFINITIONS",
+    "NPU_PASSTHROUGH_ARGS",
+    "AscendOptionsError",
+    "CannInstall",
+    "CannNotFoundError",
+    "TorchNpuInstall",
+    "TorchNpuNotFoundError",
+    "clear_cache",
+    "cpp_device_options",
+    "find_cann",
+    "find_torch_npu",
+    "npu_cpp_device_options",
+    "patch_get_cpp_torch_device_options",
+    "register",
+    "unregister",
+]
+
+#: The PrivateUse1 name torch_npu gives its backend.
+DEVICE_TYPE = "npu"
+
+#: Install locations tried after ``$ASCEND_HOME_PATH`` and ``$ASCEND_TOOLKIT_HOME``.
+#: Read at each (uncached) discovery: assign a tuple here, or pass
+#: ``default_roots=``, to search elsewhere (tests use synthetic trees).
+DEFAULT_CANN_ROOTS: tuple[str, ...] = _cann.DEFAULT_CANN_ROOTS
+
+#: What torch_npu 2.14.0 defines for npu kernels.
+NPU_DEFINITIONS: tuple[str, ...] = ("USE_NPU",)
+#: torch_npu passes these raw (``-D`` with ``=`` does not fit ``definitions``).
+NPU_PASSTHROUGH_ARGS: tuple[str, ...] = ("-DBUILD_LIBTORCH=ON", "-Wno-unused-function")
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+_lock = threading.Lock()
+_cann_cache: dict[tuple[object, ...], CannInstall] = {}
+_torch_npu_cache: dict[tuple[object, ...], TorchNpuInstall] = {}
+_MAX_CACHED = 16
+
+
+def _remember(cache: dict[_K, _V], key: _K, value: _V) -> _V:
+    with _lock:
+        if len(cache) >= _MAX_CACHED:
+            cache.clear()
+        cache[key] = value
+    return value
+
+
+def find_cann(default_roots: Sequence[str] | None = None) -> CannInstall:
+    """The CANN toolkit Inductor compiles ``npu`` kernels against.
+
+    Tried in order: ``$ASCEND_HOME_PATH``, ``$ASCEND_TOOLKIT_HOME``, then
+    ``default_roots`` (default :data:`DEFAULT_CANN_ROOTS`); the first that holds
+    ``acl/acl.h`` and an AscendCL runtime library wins.  Cached per process on
+    the values of those variables, the roots and the machine architecture.
+
+    Raises :class:`CannNotFoundError` listing every place tried.
+    """
+    roots = tuple(DEFAULT_CANN_ROOTS if default_roots is None else default_roots)
+    machine = _cann.machine()
+    key = (tuple(os.environ.get(var, "") for var in CANN_ENV_VARS), roots, machine)
+    cached = _cann_cache.get(key)
+    if cached is not None:
+        return cached
+    return _remember(_cann_cache, key, _cann.find_cann(os.environ, roots, machine))
+
+
+def find_torch_npu() -> TorchNpuInstall:
+    """Where torch_npu is installed, found without importing it.
+
+    ``$PYTORCH_NPU_INSTALL_PATH`` (the ``torch_npu`` package directory), else
+    ``importlib.util.find_spec("torch_npu")``, else the ``torch_npu``
+    distribution's metadata; ``$LIBTORCH_NPU_PATH`` overrides the directory of
+    ``libtorch_npu.so``.  Cached per process on those variables and ``sys.path``.
+
+    Raises :class:`TorchNpuNotFoundError` listing every place tried.
+    """
+    key = (
+        os.environ.get(ENV_TORCH_NPU_INSTALL_PATH, ""),
+        os.environ.get(ENV_LIBTORCH_NPU_PATH, ""),
+        tuple(sys.path),
+    )
+    cached = _torch_npu_cache.get(key)
+    if cached is not None:
+        return cached
+    return _remember(_torch_npu_cache, key, _cann.find_torch_npu(os.environ))
+
+
+def clear_cache() -> None:
+    """Forget discovered installs (after installing CANN or torch_npu in-process)."""
+    with _lock:
+        _cann_cache.clear()
+        _torch_npu_cache.clear()
+
+
+def npu_cpp_device_options(default_roots: Sequence[str] | None = None) -> CppDeviceOptions:
+    """Only what Ascend adds to torch's defaults (see the module docstring).
+
+    Raises :class:`CannNotFoundError` or :class:`TorchNpuNotFoundError`.
+    """
+    cann = find_cann(default_roots)
+    torch_npu = find_torch_npu()
+    include_dirs = [torch_npu.include_dir] if torch_npu.include_dir is not None else []
+    return CppDeviceOptions(
+        definitions=list(NPU_DEFINITIONS),
+        include_dirs=_unique([*include_dirs, *cann.include_dirs]),
+        cflags=[],
+        ldflags=[],
+        libraries_dirs=_unique([torch_npu.library_dir, *cann.library_dirs]),
+        libraries=_unique(["torch_npu", *cann.libraries]),
+        passthrough_args=list(NPU_PASSTHROUGH_ARGS),
+    )
+
+
+def cpp_device_options(
+    device_type: str, aot_mode: bool = False, compile_only: bool = False
+) -> CppDeviceOptions:
+    """The provider callback: torch's defaults for ``device_type`` plus Ascend's options.
+
+    Each list is the default list followed by the Ascend values it lacks.
+    """
+    added = npu_cpp_device_options()
+    base = default_cpp_device_options(device_type, aot_mode, compile_only)
+    return CppDeviceOptions(
+        *(_unique([*default, *extra]) for default, extra in zip(base, added, strict=True))
+    )
+
+
+def register(device_type: str = DEVICE_TYPE) -> None:
+    """Make Inductor use :func:`cpp_device_options` for ``device_type``. Idempotent.
+
+    Nothing is discovered now: CANN and torch_npu are looked up when a build
+    first asks for ``npu`` options.
+    """
+    name = _registry.normalize_device_type(device_type)
+    current = _registry.registered_provider(name)
+    if current is not None and current.callback is cpp_device_options:
+        return
+    register_cpp_device_options(name, cpp_device_options)
+
+
+def unregister(device_type: str = DEVICE_TYPE) -> bool:
+    """Undo :func:`register`; True if :func:`cpp_device_options` was registered."""
+    name = _registry.normalize_device_type(device_type)
+    current = _registry.registered_provider(name)
+    if current is None or current.callback is not cpp_device_options:
+        return False
+    return unregister_cpp_device_options(name)
+
+
+def patch_get_cpp_torch_device_options(
+    device_type: str = DEVICE_TYPE,
+) -> Literal["waiting", "hook", "native"]:
+    """Drop-in body for torch_npu's ``torch_npu._inductor.cpp_builder`` function.
+
+    torch_npu 2.14.0's ``patch_get_cpp_torch_device_options()`` (the *legacy*
+    path this replaces) does::
+
+        torch._inductor.cpp_builder.get_cpp_torch_device_options = get_cpp_torch_device_options
+
+    i.e. it replaces torch's function for **every** device with its own copy,
+    which drops torch's later changes (``custom_op_libs``, cross-compilation,
+    fbcode paths, other backends' options) and reads only ``$ASCEND_HOME_PATH``.
+
+    This registers :func:`cpp_device_options` for ``device_type`` instead and
+    leaves torch's function in charge of every other device.  Where
+    ``torch._inductor.cpp_builder`` has the upstream
+    ``register_cpp_device_options``, the registration goes through it
+    (:mod:`inductor_device_options` registers natively and does not replace
+    anything); elsewhere this package's hook asks the registered provider.
+
+    Returns how registrations reach Inductor: ``"native"``, ``"hook"``, or
+    ``"waiting"`` (installs when ``torch._inductor.cpp_builder`` is imported).
+    Warns when something replaced torch's function after the hook (e.g. the
+    legacy patch still being applied), since registrations are then ignored.
+    """
+    register(device_type)
+    state = hook_state()
+    if state.replaced_by is not None:
+        warnings.warn(
+            f"torch._inductor.cpp_builder.get_cpp_torch_device_options was replaced by "
+            f"{state.replaced_by}; the {device_type!r} options registered by "
+            "inductor_device_options.ascend do not reach Inductor until that replacement "
+            "(the legacy patch_get_cpp_torch_device_options) is removed",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return state.mode
+
+
+def _unique(values: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    for value in values:
+        if value not in out:
+            out.append(value)
+    return out
