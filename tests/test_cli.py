@@ -1,0 +1,460 @@
+"""The command line: each subcommand in a fresh process, against real torch and g++.
+
+The devices are declared by a test distribution (a dist-info directory on PYTHONPATH, as
+in test_entry_points.py) whose providers point at a small SDK written to disk: a header
+and a gcc-built library. Each process imports torch._inductor (seconds), so the
+invocations a group of tests needs run concurrently, once per module.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from support import NATIVE
+
+import inductor_device_options as ido
+from inductor_device_options import cli
+
+PROVIDER = """\
+import os
+SDK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clidev_sdk")
+
+def good(device_type, aot_mode, compile_only):
+    import inductor_device_options as ido
+    options = ido.default_cpp_device_options(device_type, aot_mode, compile_only)
+    options.definitions.append("CLIDEV")
+    options.include_dirs.append(os.path.join(SDK, "include"))
+    options.libraries_dirs.append(os.path.join(SDK, "lib"))
+    options.libraries.append("clidev_runtime")
+    return options
+
+def _adding(name, field, value):  # a provider: good's options plus one value
+    def provider(device_type, aot_mode, compile_only):
+        options = good(device_type, aot_mode, compile_only)
+        getattr(options, field).append(value)
+        return options
+    provider.__qualname__ = name
+    return provider
+
+missing_library = _adding("missing_library", "libraries", "clidev_missing")
+missing_include_dir = _adding(
+    "missing_include_dir", "include_dirs", os.path.join(SDK, "no_such_include")
+)
+bad_flags = _adding("bad_flags", "cflags", "-O2")
+
+def raising(device_type, aot_mode, compile_only):
+    raise RuntimeError("the clidev SDK is not set up\\nFix: run clidev-setup")
+"""
+
+ENTRY_POINTS = {
+    "clidev": "cli_provider:good",
+    "nolibdev": "cli_provider:missing_library",
+    "noincdev": "cli_provider:missing_include_dir",
+    "raisingdev": "cli_provider:raising",
+}
+
+CHECK_NAMES = ["hook", "options", "flags", "include_dirs", "libraries", "probe_build"]
+SOURCE_KEYS = {"device_type", "source", "description"}
+# The top-level keys of each JSON document.
+COMMON_KEYS = {"schema", "version", "torch_version"}
+DEVICE_KEYS = COMMON_KEYS | {"device_type", "aot_mode", "source", "error"}
+KEYS = {
+    "list": COMMON_KEYS | {"hook", "devices"},
+    "show": DEVICE_KEYS | {"compile_only", "options", "commands"},
+    "doctor": DEVICE_KEYS | {"ok", "exit_code", "checks"},
+}
+SOURCES = {"registration", "entry point", "device interface", "torch"}
+ANSI = "\x1b["
+
+Run = subprocess.CompletedProcess[str]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A site dir with the distribution `clidist` and the SDK its providers point at."""
+    site = tmp_path_factory.mktemp("cli") / "site"
+    dist_info = site / "clidist-2.0.dist-info"
+    dist_info.mkdir(parents=True)
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: clidist\nVersion: 2.0\n")
+    (dist_info / "entry_points.txt").write_text(
+        f"[{ido.ENTRY_POINT_GROUP}]\n"
+        + "".join(f"{name} = {value}\n" for name, value in ENTRY_POINTS.items())
+    )
+    (site / "cli_provider.py").write_text(PROVIDER)
+    sdk = site / "clidev_sdk"
+    (sdk / "include").mkdir(parents=True)
+    (sdk / "lib").mkdir()
+    (sdk / "include" / "clidev.h").write_text('extern "C" int clidev_version(void);\n')
+    (site / "rt.c").write_text("int clidev_version(void) { return 1; }\n")
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", site / "rt.c", "-o", sdk / "lib/libclidev_runtime.so"],
+        check=True,
+    )
+    return site
+
+
+def run_cli(
+    site: Path, args: list[str], env: Mapping[str, str | None] = {}, console_script: bool = False
+) -> Run:
+    """Run the command line in a fresh process; an env value None unsets the variable."""
+    full_env = {**os.environ, "PYTHONPATH": str(site)}
+    for name, value in env.items():
+        if value is None:
+            full_env.pop(name, None)
+        else:
+            full_env[name] = value
+    script = shutil.which(cli.PROG, path=str(Path(sys.executable).parent))
+    if console_script and script is not None:
+        command = [script, *args]
+    else:
+        command = [sys.executable, "-m", "inductor_device_options", *args]
+    return subprocess.run(
+        command, env=full_env, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+def run_concurrently(site: Path, runs: Mapping[str, dict[str, object]]) -> dict[str, Run]:
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        futures = {
+            name: pool.submit(run_cli, site, **kwargs)  # type: ignore[arg-type]
+            for name, kwargs in runs.items()
+        }
+        return {name: future.result() for name, future in futures.items()}
+
+
+def json_of(run: Run, schema: str, exit_code: int) -> dict[str, Any]:
+    assert run.returncode == exit_code, f"stdout:\n{run.stdout}\nstderr:\n{run.stderr}"
+    document = json.loads(run.stdout)
+    assert isinstance(document, dict) and set(document) == KEYS[schema]
+    assert document["schema"] == f"inductor-device-options/{schema}/v1"
+    assert document["version"] == ido.__version__
+    assert document["torch_version"] == torch.__version__
+    return document
+
+
+def text_of(run: Run, exit_code: int) -> str:
+    assert run.returncode == exit_code, f"stdout:\n{run.stdout}\nstderr:\n{run.stderr}"
+    assert ANSI not in run.stdout + run.stderr, "colour on a pipe"
+    return run.stdout
+
+
+def assert_source(source: object, device_type: str, kind: str) -> None:
+    assert isinstance(source, dict) and set(source) == SOURCE_KEYS
+    assert source["device_type"] == device_type
+    assert source["source"] == kind
+    assert isinstance(source["description"], str)
+
+
+# --- list -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def listing(site: Path) -> dict[str, Run]:
+    return run_concurrently(
+        site,
+        {"json": {"args": ["list", "--json"]}, "text": {"args": ["list"], "console_script": True}},
+    )
+
+
+def test_list_json_names_torch_the_hook_and_each_device_with_its_source(
+    listing: dict[str, Run],
+) -> None:
+    document = json_of(listing["json"], "list", 0)
+    hook = document["hook"]
+    assert isinstance(hook, dict)
+    assert set(hook) == {
+        "mode",
+        "chains_to",
+        "replaced_by",
+        "registrations_apply",
+        "device_interface_backport",
+        "description",
+    }
+    assert hook["mode"] == ("native" if NATIVE else "hook")
+    assert hook["chains_to"] == "torch._inductor.cpp_builder.get_cpp_torch_device_options"
+    assert hook["replaced_by"] is None and hook["registrations_apply"] is True
+    assert isinstance(hook["description"], str)
+    devices = document["devices"]
+    assert isinstance(devices, list)
+    by_name = {device["device_type"]: device for device in devices}
+    assert list(by_name) == sorted(by_name)
+    for name in ["cpu", "cuda", "mps", "xpu"]:
+        assert_source(by_name[name], name, "torch")
+    for name, value in ENTRY_POINTS.items():
+        assert_source(by_name[name], name, "entry point")
+        assert f"{name} = {value}" in by_name[name]["description"]
+        assert "(distribution clidist 2.0)" in by_name[name]["description"]
+    assert_source(by_name["npu"], "npu", "entry point")  # this package's Ascend provider
+    assert all(device["source"] in SOURCES for device in devices)
+
+
+def test_list_text_is_a_plain_table_on_a_pipe(listing: dict[str, Run]) -> None:
+    out = text_of(listing["text"], 0)
+    assert f"torch {torch.__version__}" in out
+    assert re.search(r"^DEVICE +SOURCE +FROM$", out, re.MULTILINE)
+    assert re.search(r"^clidev +entry point +entry point clidev = cli_provider:good", out, re.M)
+    assert re.search(r"^cpu +torch +torch\._inductor\.cpp_builder\.", out, re.MULTILINE)
+
+
+# --- show -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shows(site: Path) -> dict[str, Run]:
+    return run_concurrently(
+        site,
+        {
+            "json": {"args": ["show", "clidev:0", "--aot", "--json"]},
+            "provider": {
+                "args": ["show", "mydev", "--provider", "cli_provider:good", "--compile-only"]
+            },
+        },
+    )
+
+
+def test_show_json_gives_the_options_and_the_commands_cppbuilder_renders(
+    shows: dict[str, Run], site: Path
+) -> None:
+    document = json_of(shows["json"], "show", 0)
+    assert document["device_type"] == "clidev"
+    assert (document["aot_mode"], document["compile_only"], document["error"]) == (
+        True,
+        False,
+        None,
+    )
+    assert_source(document["source"], "clidev", "entry point")
+    options = document["options"]
+    assert isinstance(options, dict) and list(options) == list(ido.CppDeviceOptions._fields)
+    assert all(isinstance(value, str) for values in options.values() for value in values)
+    sdk = site / "clidev_sdk"
+    assert "CLIDEV" in options["definitions"]
+    assert options["include_dirs"] == [str(sdk / "include")]
+    assert options["libraries"] == ["clidev_runtime"]
+    commands = document["commands"]
+    assert isinstance(commands, dict) and set(commands) == {"compiler", "compile", "link"}
+    compile_command, link_command = commands["compile"], commands["link"]
+    assert compile_command.startswith(f"{commands['compiler']} ")
+    assert compile_command.endswith("inductor_device_options_probe.o")
+    assert " -c -o " in compile_command and "-shared" not in compile_command
+    for rendered in [compile_command, link_command]:
+        assert "-D CLIDEV " in rendered
+        assert f"-I{sdk / 'include'} " in rendered
+    assert "inductor_device_options_probe.o " in link_command
+    assert " -shared " in link_command and " -c " not in link_command
+    assert "-lclidev_runtime " in link_command
+    assert f"-L{sdk / 'lib'}" in link_command
+
+
+def test_show_text_with_an_undeclared_provider_and_compile_only(shows: dict[str, Run]) -> None:
+    out = text_of(shows["provider"], 0)
+    assert "options from registration: cli_provider.good" in out
+    assert "(aot_mode=False, compile_only=True)" in out
+    assert "definitions       'CLIDEV'" in out
+    assert "compile (" in out and "-D CLIDEV" in out
+    assert "link (" not in out
+
+
+# --- doctor ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def doctors(site: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
+    # The healthy run gets TORCHINDUCTOR_CACHE_DIR unset and a TMPDIR of its own, which
+    # must be empty afterwards: the cache went to the doctor's temporary dir, removed.
+    tmpdir = tmp_path_factory.mktemp("doctor-tmp")
+    runs = run_concurrently(
+        site,
+        {
+            "good": {
+                "args": ["doctor", "clidev", "--json"],
+                "env": {"TORCHINDUCTOR_CACHE_DIR": None, "TMPDIR": str(tmpdir)},
+            },
+            "nolib": {"args": ["doctor", "nolibdev", "--json"]},
+            "noinc": {"args": ["doctor", "noincdev"]},
+            "raising": {"args": ["doctor", "raisingdev", "--json"]},
+            "bad_flags": {"args": ["doctor", "flagdev", "--provider", "cli_provider:bad_flags"]},
+        },
+    )
+    runs["good"].stderr += f"\nleft in TMPDIR: {sorted(os.listdir(tmpdir))}"
+    yield runs
+
+
+def checks_of(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    checks = document["checks"]
+    assert isinstance(checks, list)
+    assert [check["name"] for check in checks] == CHECK_NAMES
+    for check in checks:
+        assert set(check) == {"name", "title", "status", "summary", "problems"}
+        assert check["status"] in {"pass", "fail", "skip"}
+        assert isinstance(check["title"], str) and isinstance(check["summary"], str)
+        for problem in check["problems"]:
+            assert set(problem) == {"cause", "fix", "details"}
+            assert isinstance(problem["cause"], str) and isinstance(problem["fix"], str)
+            assert all(isinstance(line, str) for line in problem["details"])
+        assert bool(check["problems"]) == (check["status"] == "fail")
+    return {check["name"]: check for check in checks}
+
+
+def test_doctor_passes_a_healthy_device_and_leaves_nothing_behind(
+    doctors: dict[str, Run],
+) -> None:
+    document = json_of(doctors["good"], "doctor", 0)
+    assert (document["ok"], document["exit_code"], document["error"]) == (True, 0, None)
+    assert_source(document["source"], "clidev", "entry point")
+    checks = checks_of(document)
+    assert {check["status"] for check in checks.values()} == {"pass"}
+    assert "libclidev_runtime.so" in str(checks["libraries"]["summary"])
+    assert "compiled and linked inductor_device_options_probe.so" in str(
+        checks["probe_build"]["summary"]
+    )
+    assert doctors["good"].stderr.endswith("left in TMPDIR: []")
+
+
+def test_doctor_names_a_missing_library_and_the_linker_error(
+    doctors: dict[str, Run], site: Path
+) -> None:
+    document = json_of(doctors["nolib"], "doctor", 1)
+    assert (document["ok"], document["exit_code"]) == (False, 1)
+    checks = checks_of(document)
+    assert [name for name, check in checks.items() if check["status"] == "fail"] == [
+        "libraries",
+        "probe_build",
+    ]
+    [problem] = checks["libraries"]["problems"]
+    assert problem["cause"].startswith(
+        f"libclidev_missing.so not found in {torch.__path__[0]}/lib, "
+        f"{site / 'clidev_sdk/lib'} or the system linker path"
+    )
+    assert problem["fix"] == (
+        "install the device SDK or fix its provider (entry point nolibdev = "
+        "cli_provider:missing_library in group 'inductor_device_options' "
+        "(distribution clidist 2.0))"
+    )
+    [build_problem] = checks["probe_build"]["problems"]
+    assert any("cannot find -lclidev_missing" in line for line in build_problem["details"])
+    assert "libraries found" in build_problem["fix"]
+
+
+def test_doctor_names_a_missing_include_dir_in_plain_text(
+    doctors: dict[str, Run], site: Path
+) -> None:
+    out = text_of(doctors["noinc"], 1)
+    lines = out.splitlines()
+    assert "FAIL  include dirs exist: 1 of 2 include dirs missing" in lines
+    assert f"      cause: include dir {site / 'clidev_sdk/no_such_include'} does not exist" in lines
+    assert "      fix:   install the device SDK or fix its provider (entry point noincdev" in out
+    assert [line[:4] for line in lines if line[:4] in {"PASS", "FAIL", "SKIP"}] == [
+        "PASS",
+        "PASS",
+        "PASS",
+        "FAIL",
+        "PASS",
+        "PASS",
+    ]
+    assert lines[-1] == "1 of 6 checks failed."
+
+
+def test_doctor_reports_a_provider_error_with_its_fix(doctors: dict[str, Run]) -> None:
+    checks = checks_of(json_of(doctors["raising"], "doctor", 1))
+    [problem] = checks["options"]["problems"]
+    assert problem["cause"] == "RuntimeError: the clidev SDK is not set up"
+    assert problem["fix"] == "run clidev-setup"
+    assert [check["status"] for check in checks.values()] == ["pass", "fail"] + ["skip"] * 4
+
+
+def test_doctor_names_each_malformed_flag_of_a_given_provider(doctors: dict[str, Run]) -> None:
+    out = text_of(doctors["bad_flags"], 1)
+    assert "options from registration: cli_provider.bad_flags" in out
+    assert "FAIL  flags well formed: 1 bad value" in out
+    assert "cause: cflags[0] = '-O2' starts with '-'; Inductor adds '-' itself" in out
+    assert "fix:   fix the provider (cli_provider.bad_flags)" in out
+    assert "SKIP  probe compiles and links" in out
+
+
+# --- unknown device, usage errors, colour ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def unknown(site: Path) -> dict[str, Run]:
+    return run_concurrently(
+        site,
+        {
+            "doctor": {"args": ["doctor", "nosuchdev"]},
+            "show": {"args": ["show", "nosuchdev", "--json"]},
+        },
+    )
+
+
+def test_an_unknown_device_exits_3_and_says_how_to_declare_one(unknown: dict[str, Run]) -> None:
+    assert text_of(unknown["doctor"], cli.EXIT_UNKNOWN_DEVICE) == ""
+    message = unknown["doctor"].stderr
+    assert "error: unknown device 'nosuchdev'" in message
+    assert "[project.entry-points.inductor_device_options]" in message
+    assert 'nosuchdev = "your_backend.module:cpp_device_options"' in message
+    assert "--provider module:callable" in message
+    document = json_of(unknown["show"], "show", cli.EXIT_UNKNOWN_DEVICE)
+    assert (document["options"], document["commands"]) == (None, None)
+    error = document["error"]
+    assert isinstance(error, dict) and set(error) == {"type", "message", "provider"}
+    assert error["type"] == "UnknownDeviceError"
+    assert_source(document["source"], "nosuchdev", "torch")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["show", "not a device"], "argument DEVICE: device_type 'not a device' is not"),
+        (["doctor", "dev", "--provider", "no_colon"], "'no_colon' is not of the form"),
+        (
+            ["doctor", "dev", "--provider", "no_such_module_here:f"],
+            "cannot load 'no_such_module_here:f': ModuleNotFoundError",
+        ),
+        (["show", "dev", "--provider", "os:sep"], "'os:sep' is a str, not a callable"),
+        (["doctor", "cpu", "--provider", "os:getcwd"], "cannot register C++ device options"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ],
+)
+def test_usage_errors_exit_2(
+    args: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    clean_registry: None,
+) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    with pytest.raises(SystemExit) as exited:
+        cli.main(args)
+    assert exited.value.code == cli.EXIT_USAGE
+    assert message in capsys.readouterr().err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("stream", "no_color", "coloured"),
+    [(_Terminal(), None, True), (_Terminal(), "1", False), (io.StringIO(), None, False)],
+)
+def test_colour_only_on_a_terminal_without_no_color(
+    stream: io.StringIO, no_color: str | None, coloured: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TERM", raising=False)
+    if no_color is None:
+        monkeypatch.delenv("NO_COLOR", raising=False)
+    else:
+        monkeypatch.setenv("NO_COLOR", no_color)
+    assert (ANSI in cli._Style.for_stream(stream).fail("FAIL")) is coloured
