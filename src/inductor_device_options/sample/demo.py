@@ -1,0 +1,300 @@
+"""``inductor-device-options demo``: the whole chain on the sample device.
+
+Builds the "sampledev" backend, shows the C++ options Inductor gets for it,
+compiles a small model with ``cpp_wrapper`` and with AOTInductor, shows the
+compiler commands Inductor ran with the device's flags marked, checks the
+results against eager CPU and the built modules against the options, and
+finally shows that the same compile fails without the device's options.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from .. import (
+    CppDeviceOptions,
+    default_cpp_device_options,
+    get_cpp_device_options,
+    registered_cpp_device_options,
+)
+from . import DEVICE_MACRO, DEVICE_NAME, RUNTIME_LIBRARY_FILE, runtime_registered_modules, setup
+from .compiler_commands import (
+    CompilerCommand,
+    Flags,
+    added_options,
+    last_shared_library,
+    record_compiler_commands,
+    rendered_flags,
+)
+from .elf import read_dynamic_section
+
+if TYPE_CHECKING:
+    import torch
+
+MARK_LEFT, MARK_RIGHT = "[[", "]]"
+STEP_COUNT = 5
+
+
+class _Demo:
+    """Prints steps and checks as they happen, and counts the checks."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.step_number = 0
+        self.passed = 0
+        self.failed: list[str] = []
+
+    def say(self, text: str = "", indent: int = 4) -> None:
+        for line in text.splitlines() or [""]:
+            print(" " * indent + line if line else "", file=self.out)
+        self.out.flush()
+
+    @contextmanager
+    def step(self, title: str) -> Iterator[None]:
+        self.step_number += 1
+        self.say(f"\n[{self.step_number}/{STEP_COUNT}] {title}", indent=0)
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.say(f"({time.perf_counter() - started:.1f} s)")
+
+    def check(self, description: str, passed: bool, detail: str = "") -> bool:
+        if passed:
+            self.passed += 1
+        else:
+            self.failed.append(description)
+        suffix = f": {detail}" if detail else ""
+        self.say(f"{'ok  ' if passed else 'FAIL'}  {description}{suffix}")
+        return passed
+
+
+def run_demo(out: TextIO = sys.stdout, cache_dir: str | os.PathLike[str] | None = None) -> int:
+    """Run the demo, printing to ``out``; 0 when every check passed, 1 otherwise.
+
+    ``cache_dir`` is where the sample backend is built (default: the sample's
+    cache under ``$XDG_CACHE_HOME``). Inductor compiles in a fresh directory: a
+    temporary one, removed at the end, unless ``TORCHINDUCTOR_CACHE_DIR`` is set,
+    in which case a new directory inside it is used and kept.
+    """
+    demo = _Demo(out)
+    demo.say(f'inductor-device-options demo: the sample PrivateUse1 device "{DEVICE_NAME}"', 0)
+    try:
+        _run_steps(demo, cache_dir)
+    except Exception as error:  # report, do not hide, what stopped the demo
+        demo.say(traceback.format_exc())
+        demo.check("the demo ran to the end", False, f"{type(error).__name__}: {error}")
+    total = demo.passed + len(demo.failed)
+    if demo.failed:
+        demo.say(f"\n{len(demo.failed)} of {total} checks FAILED:", 0)
+        for description in demo.failed:
+            demo.say(f"- {description}", 2)
+        return 1
+    demo.say(f"\nAll {total} checks passed.", 0)
+    return 0
+
+
+def _run_steps(demo: _Demo, cache_dir: str | os.PathLike[str] | None) -> None:
+    # Read first: torch sets the variable to its default once it looks the directory up.
+    user_inductor_cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    with _inductor_cache_base(user_inductor_cache) as inductor_cache_base:
+        _run_steps_in(demo, cache_dir, inductor_cache_base, kept=user_inductor_cache is not None)
+
+
+@contextmanager
+def _inductor_cache_base(user_directory: str | None) -> Iterator[str]:
+    """The user's Inductor cache, or a temporary one set for the block and then removed."""
+    if user_directory is not None:
+        yield user_directory
+        return
+    directory = tempfile.mkdtemp(prefix="inductor-device-options-demo-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = directory
+    try:
+        yield directory
+    finally:
+        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _run_steps_in(
+    demo: _Demo, cache_dir: str | os.PathLike[str] | None, inductor_cache_base: str, kept: bool
+) -> None:
+    with demo.step("Build and register the sample backend"):
+        device = setup(cache_dir)
+        demo.say(f"backend and runtime built under {device.cache_dir}")
+        demo.say(f"runtime library: {device.runtime_library}")
+
+    import torch
+    from torch._inductor.cpp_builder import get_cpp_compiler
+    from torch._inductor.utils import fresh_cache
+
+    with demo.step(f'C++ options Inductor gets for "{DEVICE_NAME}"'):
+        added = _show_options(demo)
+    marks = rendered_flags(added)
+
+    model = _make_model()
+    inputs = (torch.randn(8, 16), torch.randn(8, 16))
+    expected = model(*inputs)
+    device_inputs = tuple(tensor.to(DEVICE_NAME) for tensor in inputs)
+
+    # A new directory, so that Inductor compiles (and we see the commands) instead of
+    # reusing what an earlier run built.
+    with fresh_cache(dir=inductor_cache_base, delete=False):
+        inductor_cache = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
+        where = "kept" if kept else "temporary, removed at the end"
+        demo.say(f"\nInductor cache: {inductor_cache} ({where})", 0)
+        compiler = get_cpp_compiler()
+
+        with demo.step('torch.compile(model, options={"cpp_wrapper": True})'):
+            torch._dynamo.reset()
+            with record_compiler_commands(compiler) as commands:
+                modules_before = runtime_registered_modules()
+                compiled = torch.compile(model, options={"cpp_wrapper": True})
+                result = compiled(*device_inputs)
+            _check_build(demo, commands, marks, modules_before)
+            _check_result(demo, result, expected)
+
+        with demo.step("AOTInductor: aoti_compile_and_package, then aoti_load_package"):
+            with record_compiler_commands(compiler) as commands:
+                exported = torch.export.export(model, device_inputs)
+                package = torch._inductor.aoti_compile_and_package(
+                    exported, package_path=str(inductor_cache / f"{DEVICE_NAME}_demo.pt2")
+                )
+                modules_before = runtime_registered_modules()
+                loaded = torch._inductor.aoti_load_package(package)
+                result = loaded(*device_inputs)
+            demo.say(f"package: {package}")
+            _check_build(demo, commands, marks, modules_before)
+            _check_result(demo, result, expected)
+
+    with demo.step(f"Control: the cpp_wrapper compile with torch's own options for {DEVICE_NAME}"):
+        _check_fails_without_options(demo, model, device_inputs, inductor_cache_base)
+
+
+def _make_model() -> torch.nn.Module:
+    import torch
+
+    class PointwiseAndReduction(torch.nn.Module):
+        # No parameters: torch's AOTInductor runtime cannot hold sampledev constants.
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            hidden = torch.sin(x) * y + 1.0
+            return hidden.sum(dim=-1, keepdim=True) * hidden.relu()
+
+    return PointwiseAndReduction()
+
+
+def _show_options(demo: _Demo) -> CppDeviceOptions:
+    """Print the options, marking what the sample's provider adds; return the additions."""
+    options = get_cpp_device_options(DEVICE_NAME)
+    added = added_options(options, default_cpp_device_options(DEVICE_NAME))
+    for field, values, new_values in zip(options._fields, options, added, strict=True):
+        for index, value in enumerate(values):
+            label = field if index == 0 else ""
+            demo.say(f"{label:<17}{'+' if value in new_values else ' '} {value}")
+    demo.say("(+: added by sdk_cpp_device_options to torch's defaults; aot_mode=False)")
+    return added
+
+
+def _check_build(
+    demo: _Demo, commands: list[CompilerCommand], marks: list[Flags], modules_before: int
+) -> None:
+    """Show the commands that carried the device's flags; check the module they built."""
+    with_flags = [command for command in commands if any(command.has(f) for f in marks)]
+    others = len(commands) - len(with_flags)
+    demo.say(
+        f"compiler runs: {len(commands)}, {len(with_flags)} with {DEVICE_NAME} flags"
+        + (f" ({others} others: Inductor's probes of the compiler and the CPU)" if others else "")
+    )
+    for command in with_flags:
+        output = command.output.name if command.output else "?"
+        carried = ", ".join(_shorten(" ".join(f), 32) for f in marks if command.has(f))
+        demo.say(f"  {command.stage:<18} {_shorten(output, 40):<40} {carried}")
+
+    module_command = last_shared_library(commands)
+    if not demo.check("Inductor linked a shared library", module_command is not None):
+        return
+    assert module_command is not None and module_command.output is not None
+    demo.say(
+        f"the command that built {module_command.output.name} ({MARK_LEFT} {MARK_RIGHT}: "
+        f"flags from the {DEVICE_NAME} options):"
+    )
+    demo.say(module_command.marked(marks, MARK_LEFT, MARK_RIGHT), indent=6)
+
+    macro = ("-D", DEVICE_MACRO)
+    demo.check(f"-D {DEVICE_MACRO} in the compiler commands", any(c.has(macro) for c in commands))
+    missing = [" ".join(f) for f in marks if not module_command.has(f)]
+    demo.check(
+        f"every flag from the {DEVICE_NAME} options in the command that built the module",
+        not missing,
+        f"missing {', '.join(missing)}" if missing else "",
+    )
+    dynamic = read_dynamic_section(module_command.output)
+    demo.check(
+        f"{RUNTIME_LIBRARY_FILE} in the NEEDED entries of {module_command.output.name}",
+        RUNTIME_LIBRARY_FILE in dynamic.needed,
+        f"NEEDED {', '.join(dynamic.needed)}; RUNPATH {':'.join(dynamic.runpath) or '-'}",
+    )
+    modules_after = runtime_registered_modules()
+    demo.check(
+        f"the loaded module registered itself with {RUNTIME_LIBRARY_FILE}",
+        modules_after > modules_before,
+        f"registered modules {modules_before} -> {modules_after}",
+    )
+
+
+def _check_result(demo: _Demo, result: torch.Tensor, expected: torch.Tensor) -> None:
+    import torch
+
+    demo.check(
+        f"result is a {DEVICE_NAME} tensor", result.device.type == DEVICE_NAME, str(result.device)
+    )
+    on_cpu = result.cpu()
+    if on_cpu.shape != expected.shape:
+        demo.check("result equals eager CPU", False, f"shape {tuple(on_cpu.shape)}")
+        return
+    demo.check(
+        "result equals eager CPU",
+        torch.allclose(on_cpu, expected, rtol=1e-5, atol=1e-5),
+        f"max |difference| {(on_cpu - expected).abs().max().item():.2e}",
+    )
+
+
+def _check_fails_without_options(
+    demo: _Demo, model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], inductor_cache_base: str
+) -> None:
+    import torch
+    from torch._inductor.utils import fresh_cache
+
+    torch._dynamo.reset()
+    with (
+        registered_cpp_device_options(DEVICE_NAME, default_cpp_device_options),
+        fresh_cache(dir=inductor_cache_base, delete=False),
+    ):
+        try:
+            torch.compile(model, options={"cpp_wrapper": True})(*inputs)
+        except Exception as error:  # Inductor wraps the compiler's error
+            message = str(error)
+        else:
+            message = ""
+    torch._dynamo.reset()
+    first_error = next((line.strip() for line in message.splitlines() if "error:" in line), "")
+    demo.check(
+        f"the build fails: the compiler cannot find the {DEVICE_NAME} headers",
+        f"{DEVICE_NAME}.h: No such file or directory" in message,
+        first_error or "it did not fail",
+    )
+
+
+def _shorten(text: str, width: int) -> str:
+    return (
+        text if len(text) <= width else text[: width // 2 - 2] + "..." + text[-(width // 2) + 1 :]
+    )
