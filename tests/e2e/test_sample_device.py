@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from support import run_python
 
@@ -158,13 +160,18 @@ def test_without_the_sample_options_the_build_fails_on_the_device_headers(
     assert f'#error "{DEVICE_MACRO} is not defined' in without_macro
 
 
-def test_demo_command_passes_every_check(sample_build: SampleDevice) -> None:
+@pytest.mark.parametrize("compile_mode", ["normal", "subprocess"])
+def test_demo_command_passes_every_check(sample_build: SampleDevice, compile_mode: str) -> None:
+    """In subprocess mode Inductor compiles in a child process, which sets the sample device
+    up (and registers its C++ options) through torch's backend autoload entry point."""
     command = ["-m", "inductor_device_options", "demo", "--cache-dir", str(sample_build.cache_dir)]
+    env = dict(os.environ, TORCHINDUCTOR_FX_COMPILE_MODE=compile_mode)
     finished = subprocess.run(
         [sys.executable, *command],
         capture_output=True,
         text=True,
         timeout=600,
+        env=env,
     )
     output = finished.stdout
     assert finished.returncode == 0, f"{output}\n{finished.stderr}"
@@ -172,3 +179,12 @@ def test_demo_command_passes_every_check(sample_build: SampleDevice) -> None:
     checks = [line for line in output.splitlines() if line.strip().startswith("ok ")]
     assert f"All {len(checks)} checks passed." in output
     assert len(checks) >= 15
+    assert f"Inductor compile mode: {compile_mode}" in output
+    module_links = [
+        line
+        for line in output.splitlines()
+        if line.strip().startswith("link ") and "-lsampledev_runtime" in line
+    ]
+    assert len(module_links) == 2  # the cpp_wrapper module and the AOTI package
+    in_child = [line for line in module_links if "(in compile subprocess" in line]
+    assert len(in_child) == (2 if compile_mode == "subprocess" else 0)

@@ -37,7 +37,12 @@ from .sdk import (
     sdk_options_for,
 )
 
+#: Set to the sample's cache dir to set the sample device up in every process that imports
+#: torch (torch's backend autoload runs :func:`autoload`): Inductor's compile subprocesses too.
+AUTOLOAD_ENV = "INDUCTOR_DEVICE_OPTIONS_SAMPLE_DIR"
+
 __all__ = [
+    "AUTOLOAD_ENV",
     "DEVICE_MACRO",
     "DEVICE_NAME",
     "RUNTIME_LIBRARY",
@@ -45,6 +50,7 @@ __all__ = [
     "SDK_INCLUDE_DIR",
     "SampleDevice",
     "SdkBuildError",
+    "autoload",
     "default_cache_dir",
     "runtime_registered_modules",
     "sdk_cpp_device_options",
@@ -98,6 +104,20 @@ def setup(
             return _device
         _device = _build_and_register(requested or default_cache_dir().resolve(), verbose)
         return _device
+
+
+def autoload() -> None:
+    """torch's backend autoload entry point (group ``torch.backends``), run by ``import torch``.
+
+    Does nothing unless ``$INDUCTOR_DEVICE_OPTIONS_SAMPLE_DIR`` names the sample's cache dir:
+    installing this package must not turn every torch process into a sampledev process.
+    """
+    cache_dir = os.environ.get(AUTOLOAD_ENV)
+    if cache_dir:
+        setup(cache_dir)
+        from .compiler_commands import log_commands_for_parent
+
+        log_commands_for_parent()
 
 
 def _build_and_register(cache_dir: Path, verbose: bool) -> SampleDevice:

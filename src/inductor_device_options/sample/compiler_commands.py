@@ -3,13 +3,19 @@ device's C++ options put there.
 
 Commands are seen through Python's audit hook for ``subprocess.Popen``: what is
 recorded is the argv Inductor actually executed, nothing in torch is replaced.
+Inductor may compile in child processes (``TORCHINDUCTOR_FX_COMPILE_MODE=subprocess``):
+a recording also names a log file in ``$INDUCTOR_DEVICE_OPTIONS_SAMPLE_COMMAND_LOG``, where
+children that set the sample device up (torch's backend autoload) append their commands.
 """
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
 import shlex
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -21,11 +27,14 @@ from .. import CppDeviceOptions
 
 Flags = tuple[str, ...]
 
+COMMAND_LOG_ENV = "INDUCTOR_DEVICE_OPTIONS_SAMPLE_COMMAND_LOG"
+
 
 @dataclass(frozen=True)
 class CompilerCommand:
     argv: tuple[str, ...]
     cwd: str | None
+    pid: int  # the process that ran it: this one, or one of Inductor's compile subprocesses
 
     @property
     def stage(self) -> str:
@@ -116,7 +125,7 @@ def _audit(event: str, arguments: tuple[Any, ...]) -> None:
     words = tuple(os.fsdecode(word) for word in argv)
     if not words:
         return
-    command = CompilerCommand(words, None if cwd is None else os.fsdecode(cwd))
+    command = CompilerCommand(words, None if cwd is None else os.fsdecode(cwd), os.getpid())
     with _lock:
         for recording in _recordings:
             if os.path.basename(words[0]) == recording.compiler:
@@ -125,12 +134,15 @@ def _audit(event: str, arguments: tuple[Any, ...]) -> None:
 
 @contextmanager
 def record_compiler_commands(compiler: str) -> Iterator[list[CompilerCommand]]:
-    """Collect, for the ``with`` block, the commands this process starts with ``compiler``.
+    """Collect, for the ``with`` block, the commands started with ``compiler`` by this
+    process and by the child processes that log to it (see the module docstring).
 
     ``compiler`` is compared by file name (``g++`` matches ``/usr/bin/g++``).
     """
     global _hook_installed
     recording = _Recording(os.path.basename(compiler), [])
+    log = _command_log()
+    start = log.stat().st_size
     with _lock:
         if not _hook_installed:
             # An audit hook cannot be removed; it does nothing outside a recording.
@@ -142,3 +154,53 @@ def record_compiler_commands(compiler: str) -> Iterator[list[CompilerCommand]]:
     finally:
         with _lock:
             _recordings.remove(recording)
+        recording.commands.extend(_logged_commands(log, start, recording.compiler))
+
+
+_log_path: Path | None = None
+
+
+def _command_log() -> Path:
+    """This process's log for its children's commands, created once and named in the env."""
+    global _log_path
+    with _lock:
+        if _log_path is None:
+            handle, name = tempfile.mkstemp(prefix="sampledev-compiler-commands-", suffix=".log")
+            os.close(handle)
+            _log_path = Path(name)
+            atexit.register(_log_path.unlink, missing_ok=True)
+            os.environ[COMMAND_LOG_ENV] = name
+        return _log_path
+
+
+def _logged_commands(log: Path, start: int, compiler: str) -> list[CompilerCommand]:
+    with log.open("rb") as lines:
+        lines.seek(start)
+        records = [json.loads(line) for line in lines.read().splitlines() if line.strip()]
+    return [
+        CompilerCommand(tuple(record["argv"]), record["cwd"], record["pid"])
+        for record in records
+        if os.path.basename(record["argv"][0]) == compiler
+    ]
+
+
+def log_commands_for_parent() -> None:
+    """In a child process: append every command it starts to the parent's log, if any."""
+    path = os.environ.get(COMMAND_LOG_ENV)
+    if not path or _log_path is not None:  # the log's own process records in memory
+        return
+
+    def append(event: str, arguments: tuple[Any, ...]) -> None:
+        if event != "subprocess.Popen":
+            return
+        argv = arguments[1]
+        if isinstance(argv, (str, bytes, os.PathLike)):
+            argv = [argv]
+        words = [os.fsdecode(word) for word in argv]
+        cwd = None if arguments[2] is None else os.fsdecode(arguments[2])
+        if words:
+            record = json.dumps({"argv": words, "cwd": cwd, "pid": os.getpid()})
+            with open(path, "a") as log:  # one short append: atomic between processes
+                log.write(record + "\n")
+
+    sys.addaudithook(append)

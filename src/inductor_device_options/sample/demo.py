@@ -26,7 +26,14 @@ from .. import (
     get_cpp_device_options,
     registered_cpp_device_options,
 )
-from . import DEVICE_MACRO, DEVICE_NAME, RUNTIME_LIBRARY_FILE, runtime_registered_modules, setup
+from . import (
+    AUTOLOAD_ENV,
+    DEVICE_MACRO,
+    DEVICE_NAME,
+    RUNTIME_LIBRARY_FILE,
+    runtime_registered_modules,
+    setup,
+)
 from .compiler_commands import (
     CompilerCommand,
     Flags,
@@ -132,6 +139,11 @@ def _run_steps_in(
         device = setup(cache_dir)
         demo.say(f"backend and runtime built under {device.cache_dir}")
         demo.say(f"runtime library: {device.runtime_library}")
+        # Inductor may compile in child processes (TORCHINDUCTOR_FX_COMPILE_MODE=subprocess):
+        # torch's backend autoload sets the device up there too, from this variable.
+        os.environ[AUTOLOAD_ENV] = str(device.cache_dir)
+        mode = os.environ.get("TORCHINDUCTOR_FX_COMPILE_MODE", "normal")
+        demo.say(f"Inductor compile mode: {mode} (TORCHINDUCTOR_FX_COMPILE_MODE)")
 
     import torch
     from torch._inductor.cpp_builder import get_cpp_compiler
@@ -217,7 +229,8 @@ def _check_build(
     for command in with_flags:
         output = command.output.name if command.output else "?"
         carried = ", ".join(_shorten(" ".join(f), 32) for f in marks if command.has(f))
-        demo.say(f"  {command.stage:<18} {_shorten(output, 40):<40} {carried}")
+        where = "" if command.pid == os.getpid() else f" (in compile subprocess {command.pid})"
+        demo.say(f"  {command.stage:<18} {_shorten(output, 40):<40} {carried}{where}")
 
     module_command = last_shared_library(commands)
     if not demo.check("Inductor linked a shared library", module_command is not None):
@@ -272,19 +285,27 @@ def _check_fails_without_options(
     demo: _Demo, model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], inductor_cache_base: str
 ) -> None:
     import torch
+    from torch._inductor import compile_fx
     from torch._inductor.utils import fresh_cache
 
     torch._dynamo.reset()
-    with (
-        registered_cpp_device_options(DEVICE_NAME, default_cpp_device_options),
-        fresh_cache(dir=inductor_cache_base, delete=False),
-    ):
-        try:
-            torch.compile(model, options={"cpp_wrapper": True})(*inputs)
-        except Exception as error:  # Inductor wraps the compiler's error
-            message = str(error)
-        else:
-            message = ""
+    # Compile subprocesses set the device up with its options (autoload): the control
+    # compiles in this process, where the registration below applies.
+    compile_mode = compile_fx.fx_compile_mode
+    compile_fx.fx_compile_mode = compile_fx.FxCompileMode.NORMAL
+    try:
+        with (
+            registered_cpp_device_options(DEVICE_NAME, default_cpp_device_options),
+            fresh_cache(dir=inductor_cache_base, delete=False),
+        ):
+            try:
+                torch.compile(model, options={"cpp_wrapper": True})(*inputs)
+            except Exception as error:  # Inductor wraps the compiler's error
+                message = str(error)
+            else:
+                message = ""
+    finally:
+        compile_fx.fx_compile_mode = compile_mode
     torch._dynamo.reset()
     first_error = next((line.strip() for line in message.splitlines() if "error:" in line), "")
     demo.check(
