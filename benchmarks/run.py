@@ -49,7 +49,7 @@ class Settings(NamedTuple):
     libraries: int
 
 
-FULL = Settings(processes=15, calls=2000, blocks=15, e2e_runs=4, headers=5000, libraries=100)
+FULL = Settings(processes=15, calls=2000, blocks=15, e2e_runs=5, headers=5000, libraries=100)
 SMOKE = Settings(processes=2, calls=50, blocks=3, e2e_runs=0, headers=200, libraries=10)
 
 
