@@ -115,19 +115,26 @@ class AscendOptionsError(CppDeviceOptionsError):
     """The Ascend ``npu`` compile options cannot be produced."""
 
 
+def _not_found_message(missing: str, tried: Sequence[tuple[str, str]], fix: str) -> str:
+    return "\n".join(
+        [
+            f"Could not find {missing} for the 'npu' device.",
+            "Tried:",
+            *(f"  - {where}: {why}" for where, why in tried),
+            f"Fix: {fix}.",
+        ]
+    )
+
+
 class CannNotFoundError(AscendOptionsError):
     """No usable CANN toolkit was found; the message lists every place tried."""
 
     def __init__(self, tried: Sequence[tuple[str, str]]) -> None:
         self.tried: tuple[tuple[str, str], ...] = tuple(tried)
-        lines = [
-            "Could not find the Ascend CANN toolkit needed to compile Inductor kernels "
-            "for the 'npu' device.",
-            "Tried:",
-            *(f"  - {where}: {why}" for where, why in self.tried),
-            f"Fix: {_SET_ENV_HINT}.",
-        ]
-        super().__init__("\n".join(lines), device_type="npu", provider=_PROVIDER)
+        message = _not_found_message(
+            "the Ascend CANN toolkit needed to compile Inductor kernels", self.tried, _SET_ENV_HINT
+        )
+        super().__init__(message, device_type="npu", provider=_PROVIDER)
 
 
 class TorchNpuNotFoundError(AscendOptionsError):
@@ -135,14 +142,10 @@ class TorchNpuNotFoundError(AscendOptionsError):
 
     def __init__(self, tried: Sequence[tuple[str, str]], fix: str) -> None:
         self.tried: tuple[tuple[str, str], ...] = tuple(tried)
-        lines = [
-            "Could not find torch_npu, which Inductor needs to compile kernels "
-            "for the 'npu' device.",
-            "Tried:",
-            *(f"  - {where}: {why}" for where, why in self.tried),
-            f"Fix: {fix}.",
-        ]
-        super().__init__("\n".join(lines), device_type="npu", provider=_PROVIDER)
+        message = _not_found_message(
+            "torch_npu, which Inductor needs to compile kernels", self.tried, fix
+        )
+        super().__init__(message, device_type="npu", provider=_PROVIDER)
 
 
 class CannInstall(NamedTuple):
