@@ -40,6 +40,7 @@ What the layouts look like (what this module relies on)
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import warnings
@@ -178,6 +179,7 @@ class TorchNpuInstall(NamedTuple):
     library_dir: str
 
 
+@functools.cache
 def machine() -> str:
     """``platform.machine()`` without importing platform (CANN is Linux-only)."""
     if hasattr(os, "uname"):

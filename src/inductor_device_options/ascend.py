@@ -113,6 +113,7 @@ _V = TypeVar("_V")
 _lock = threading.Lock()
 _cann_cache: dict[tuple[object, ...], CannInstall] = {}
 _torch_npu_cache: dict[tuple[object, ...], TorchNpuInstall] = {}
+_options_cache: dict[tuple[CannInstall, TorchNpuInstall], CppDeviceOptions] = {}
 _MAX_CACHED = 16
 
 
@@ -169,6 +170,7 @@ def clear_cache() -> None:
     with _lock:
         _cann_cache.clear()
         _torch_npu_cache.clear()
+        _options_cache.clear()
 
 
 def npu_cpp_device_options(default_roots: Sequence[str] | None = None) -> CppDeviceOptions:
@@ -178,16 +180,21 @@ def npu_cpp_device_options(default_roots: Sequence[str] | None = None) -> CppDev
     """
     cann = find_cann(default_roots)
     torch_npu = find_torch_npu()
-    include_dirs = [torch_npu.include_dir] if torch_npu.include_dir is not None else []
-    return CppDeviceOptions(
-        definitions=list(NPU_DEFINITIONS),
-        include_dirs=_unique([*include_dirs, *cann.include_dirs]),
-        cflags=[],
-        ldflags=[],
-        libraries_dirs=_unique([torch_npu.library_dir, *cann.library_dirs]),
-        libraries=_unique(["torch_npu", *cann.libraries]),
-        passthrough_args=list(NPU_PASSTHROUGH_ARGS),
-    )
+    key = (cann, torch_npu)
+    options = _options_cache.get(key)
+    if options is None:
+        include_dirs = [torch_npu.include_dir] if torch_npu.include_dir is not None else []
+        options = CppDeviceOptions(
+            definitions=list(NPU_DEFINITIONS),
+            include_dirs=_unique([*include_dirs, *cann.include_dirs]),
+            cflags=[],
+            ldflags=[],
+            libraries_dirs=_unique([torch_npu.library_dir, *cann.library_dirs]),
+            libraries=_unique(["torch_npu", *cann.libraries]),
+            passthrough_args=list(NPU_PASSTHROUGH_ARGS),
+        )
+        _remember(_options_cache, key, options)
+    return options.copy()
 
 
 def cpp_device_options(
