@@ -54,7 +54,6 @@ class _Installation(NamedTuple):
 
 _installation: _Installation | None = None
 _watcher: _CppBuilderImportWatcher | None = None
-_natively_registered: set[str] = set()
 
 
 # --- finding the options --------------------------------------------------------------
@@ -265,7 +264,6 @@ def _forward_registration(device_type: str, *, overwrite: bool = True) -> None:
         if existing is not None and not overwrite:
             return  # Someone registered with torch directly: a declaration must not win over it.
         installation.native_register(device_type, _native_dispatcher)
-        _natively_registered.add(device_type)
 
 
 class _InstallAfterExec:
