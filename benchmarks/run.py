@@ -149,7 +149,8 @@ def bench_lookup(settings: Settings) -> list[Result]:
     from inductor_device_options import _hook
 
     installation = _hook._installation
-    assert installation is not None and installation.mode == "hook"
+    assert installation is not None
+    # With torch's native registry there is no hook: torch's function is what Inductor calls.
     stock = installation.previous
     hooked = cpp_builder.get_cpp_torch_device_options
     timings = median_of_blocks(
@@ -175,7 +176,7 @@ def bench_lookup(settings: Settings) -> list[Result]:
             "<= 1.05",
             ratio <= 1.05,
             f"stock {timings['stock'] * 1e6:.1f} µs, through the hook "
-            f"{timings['hook'] * 1e6:.1f} µs per call",
+            f"{timings['hook'] * 1e6:.1f} µs per call ({installation.mode} mode)",
         ),
         Result(
             "registered_lookup",

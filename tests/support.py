@@ -18,6 +18,13 @@ hook_mode_only = pytest.mark.skipif(
 )
 
 
+def pythonpath_with(directory: Path) -> str:
+    """PYTHONPATH with ``directory`` first, keeping what is there (upstream/verify.py's
+    import overlay lives on PYTHONPATH)."""
+    existing = os.environ.get("PYTHONPATH")
+    return os.pathsep.join([str(directory), *([existing] if existing else [])])
+
+
 def run_python(
     code: str, *, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:

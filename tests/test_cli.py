@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import torch
-from support import NATIVE
+from support import NATIVE, pythonpath_with
 
 import inductor_device_options as ido
 from inductor_device_options import cli
@@ -109,7 +109,7 @@ def run_cli(
     site: Path, args: list[str], env: Mapping[str, str | None] = {}, console_script: bool = False
 ) -> Run:
     """Run the command line in a fresh process; an env value None unsets the variable."""
-    full_env = {**os.environ, "PYTHONPATH": str(site)}
+    full_env = {**os.environ, "PYTHONPATH": pythonpath_with(site)}
     for name, value in env.items():
         if value is None:
             full_env.pop(name, None)

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import NATIVE, check_python
+from support import NATIVE, check_python, pythonpath_with
 
 from inductor_device_options import ENTRY_POINT_GROUP
 
@@ -86,7 +86,9 @@ def site(tmp_path: Path) -> Path:
 def test_a_fresh_process_builds_with_a_declared_provider_it_never_imported(
     site: Path, tmp_path: Path
 ) -> None:
-    out = check_python(BUILD, env={"PYTHONPATH": str(site), "EPDEV_OUT": str(tmp_path / "out")})
+    out = check_python(
+        BUILD, env={"PYTHONPATH": pythonpath_with(site), "EPDEV_OUT": str(tmp_path / "out")}
+    )
     assert out.splitlines() == ["42", "True"]
 
 
@@ -104,7 +106,7 @@ for device in ["brokendev", "raisingdev"]:
 print("EPDEV_DEVICE" in CppTorchDeviceOptions(device_type="epdev").get_definitions())
 print(ido.get_cpp_device_options("cpu") == ido.default_cpp_device_options("cpu"))
 """,
-        env={"PYTHONPATH": str(site)},
+        env={"PYTHONPATH": pythonpath_with(site)},
     )
     assert out.splitlines() == [
         "ProviderLoadError brokendev | cannot load the C++ options provider for device "
@@ -128,7 +130,7 @@ ido.register_cpp_device_options("epdev", lambda d, a, c: (["MINE"], [], [], [], 
 print(ido.get_cpp_device_options("epdev").definitions)
 import sys; print("epdev_provider" in sys.modules)
 """,
-        env={"PYTHONPATH": str(site)},
+        env={"PYTHONPATH": pythonpath_with(site)},
     )
     assert out.splitlines() == ["['MINE']", "False"]
 
