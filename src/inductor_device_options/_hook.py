@@ -330,6 +330,9 @@ def _disarm() -> None:
 
 def _installed() -> _Installation:
     """Import cpp_builder (which installs us) and return the installation."""
+    installation = _installation
+    if installation is not None:  # providers call this on every lookup: no locks then
+        return installation
     arm()
     import torch._inductor.cpp_builder as cpp_builder
 
