@@ -208,11 +208,3 @@ def find_provider(device_type: str) -> Provider | None:
         provider = Provider(device_type, callback, "entry point", description)
         _loaded[device_type] = provider
         return provider
-
-
-def forget_declared_entry_points() -> None:
-    """Read the entry points again at the next lookup (after installing a distribution)."""
-    global _declared
-    with _lock:
-        _declared = None
-        _loaded.clear()
