@@ -28,7 +28,7 @@ from ._errors import CppDeviceOptionsError, InvalidCppDeviceOptionsError
 from ._hook import (
     CPP_BUILDER,
     DeviceOptionsSource,
-    _interface_with_cpp_options,
+    backported_interface,
     get_cpp_device_options,
     hook_state,
     known_device_options_sources,
@@ -296,7 +296,7 @@ def _raw_options(context: _Context) -> Sequence[object] | None:
         if provider is not None:
             raw = provider.callback(context.device_type, context.aot_mode, False)
         else:
-            interface = _interface_with_cpp_options(context.device_type)
+            interface = backported_interface(context.device_type)
             if interface is None:
                 return None
             raw = interface.get_cpp_device_options(context.aot_mode, False)  # type: ignore[attr-defined]

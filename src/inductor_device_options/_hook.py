@@ -23,8 +23,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from . import _registry
-from ._freshness import fresh_options
-from ._options import CppDeviceOptions, validate_cpp_device_options
+from ._options import CppDeviceOptions
+from ._resolve import interface_with_cpp_options, resolve
 
 if TYPE_CHECKING:
     import importlib.machinery
@@ -56,89 +56,6 @@ _installation: _Installation | None = None
 _watcher: _CppBuilderImportWatcher | None = None
 
 
-# --- finding the options --------------------------------------------------------------
-
-
-def resolve(device_type: str, aot_mode: bool, compile_only: bool) -> CppDeviceOptions | None:
-    """Options for a normalized device from this package's sources, or None.
-
-    Sources in order: registration, entry point, DeviceInterface backport. The result is
-    shared: copy it before handing it out.
-    """
-    provider = _registry.find_provider(device_type)
-    if provider is not None:
-        description = provider.description
-        raw = _call_provider(provider.callback, description, device_type, aot_mode, compile_only)
-    else:
-        interface = _interface_with_cpp_options(device_type)
-        if interface is None:
-            return None
-        description = f"{_registry.describe_callable(interface)}.get_cpp_device_options"
-        method = interface.get_cpp_device_options  # type: ignore[attr-defined]
-        raw = _call_provider(
-            lambda _device, *flags: method(*flags),
-            description,
-            device_type,
-            aot_mode,
-            compile_only,
-        )
-        if raw is None:
-            return None
-    return _finished(raw, device_type, description)
-
-
-# Providers usually return the same lists every time: what was validated and made fresh
-# once is reused, keyed by the exact values (Inductor asks once per build).
-_finished_options: dict[tuple[object, ...], CppDeviceOptions] = {}
-_FINISHED_OPTIONS_LIMIT = 256
-_SEQUENCE_TYPES = (list, tuple)
-
-
-def _finished(raw: object, device_type: str, provider: str) -> CppDeviceOptions:
-    """Validated, with custom_op_libs, made fresh."""
-    custom_op_libs = _custom_op_libs()
-    key: tuple[object, ...] | None = None
-    if (
-        isinstance(raw, _SEQUENCE_TYPES)
-        and len(raw) == 7
-        and all(type(values) in _SEQUENCE_TYPES for values in raw)
-    ):
-        key = (device_type, *(tuple(values) for values in raw), custom_op_libs)
-        try:
-            cached = _finished_options.get(key)
-        except TypeError:  # unhashable values: validation below says what is wrong
-            key, cached = None, None
-        if cached is not None:
-            return cached
-    options = validate_cpp_device_options(raw, device_type=device_type, provider=provider)
-    missing = [lib for lib in custom_op_libs if lib not in options.libraries]
-    if missing:
-        options = options._replace(libraries=[*options.libraries, *missing])
-    options = fresh_options(options)
-    if key is not None:
-        with _lock:
-            if len(_finished_options) >= _FINISHED_OPTIONS_LIMIT:
-                _finished_options.clear()
-            _finished_options[key] = options
-    return options
-
-
-def _call_provider(
-    callback: Callable[..., object],
-    description: str,
-    device_type: str,
-    *args: object,
-) -> object:
-    try:
-        return callback(device_type, *args)
-    except Exception as error:
-        if hasattr(error, "add_note"):  # Python >= 3.11
-            error.add_note(
-                f"raised by the C++ options provider {description} for device {device_type!r}"
-            )
-        raise
-
-
 _backport_active: bool | None = None
 
 
@@ -155,13 +72,6 @@ def device_interface_backport_active() -> bool:
     return _backport_active
 
 
-def _custom_op_libs() -> tuple[str, ...]:
-    # Stock torch appends these for every device; a replaced function used to drop them.
-    from torch._inductor import config
-
-    return tuple(getattr(config.aot_inductor, "custom_op_libs", None) or ())
-
-
 # --- the hook ---------------------------------------------------------------------------
 
 
@@ -176,7 +86,9 @@ def _make_hook(previous: DeviceOptionsFunction) -> DeviceOptionsFunction:
         if name is None or name in reserved:
             return previous(*args, **kwargs)
         aot_mode, compile_only = _flags(args, kwargs)
-        options = resolve(name, aot_mode, compile_only)
+        options = resolve(
+            name, aot_mode, compile_only, use_device_interface=device_interface_backport_active()
+        )
         if options is None:
             return previous(*args, **kwargs)
         return options.as_tuple()
@@ -213,7 +125,9 @@ def _native_dispatcher(
     device_type: str, aot_mode: bool = False, compile_only: bool = False
 ) -> OptionsTuple:
     name = _registry.normalize_device_type(device_type)
-    options = resolve(name, aot_mode, compile_only)
+    options = resolve(
+        name, aot_mode, compile_only, use_device_interface=device_interface_backport_active()
+    )
     if options is None:  # The registration went away: give what torch gives.
         options = default_cpp_device_options(name, aot_mode, compile_only)
     return options.as_tuple()
@@ -436,7 +350,7 @@ def device_options_source(device_type: str) -> DeviceOptionsSource:
             return DeviceOptionsSource(
                 name, "entry point", _registry.describe_entry_point(entry_point)
             )
-        interface = _interface_with_cpp_options(name)
+        interface = backported_interface(name)
         if interface is not None:
             return DeviceOptionsSource(
                 name,
@@ -466,16 +380,10 @@ def known_device_options_sources() -> list[DeviceOptionsSource]:
     return [device_options_source(name) for name in sorted(names)]
 
 
-def _interface_with_cpp_options(device_type: str) -> type | None:
+def backported_interface(device_type: str) -> type | None:
     if not device_interface_backport_active():
         return None  # torch's own function consults the interface: it is "torch" then
-    from torch._dynamo.device_interface import get_interface_for_device
-
-    try:
-        interface = get_interface_for_device(device_type)
-    except NotImplementedError:
-        return None
-    return interface if getattr(interface, "get_cpp_device_options", None) else None
+    return interface_with_cpp_options(device_type)
 
 
 def hook_state() -> HookState:
