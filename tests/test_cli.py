@@ -180,8 +180,10 @@ def test_list_json_names_torch_the_hook_and_each_device_with_its_source(
         "replaced_by",
         "registrations_apply",
         "device_interface_backport",
+        "adopted",
         "description",
     }
+    assert hook["adopted"] == []
     assert hook["mode"] == ("native" if NATIVE else "hook")
     assert hook["chains_to"] == "torch._inductor.cpp_builder.get_cpp_torch_device_options"
     assert hook["replaced_by"] is None and hook["registrations_apply"] is True

@@ -58,9 +58,12 @@ def _forget_calls() -> Iterator[None]:
 
 def test_the_package_is_installed_in_the_expected_mode() -> None:
     state = ido.hook_state()
+    # Both modes keep an entry of the hook's chain in the module, so that later
+    # assignments are adopted (test_coexistence.py).
+    assert _hook._installation.chain.owns(cpp_builder.get_cpp_torch_device_options)  # type: ignore[union-attr]
+    assert state.adopted == () and state.replaced_by is None
     if NATIVE:
         assert state.mode == "native"
-        assert cpp_builder.get_cpp_torch_device_options is _hook._installation.previous  # type: ignore[union-attr]
     else:
         assert state.mode == "hook"
         assert state.chains_to == "torch._inductor.cpp_builder.get_cpp_torch_device_options"
@@ -235,28 +238,6 @@ def test_device_interface_get_cpp_device_options_is_backported() -> None:
         device_interfaces.pop("nooptionsdev", None)
 
 
-@hook_mode_only
-def test_hook_state_reports_a_replacement_made_after_the_hook() -> None:
-    hook = cpp_builder.get_cpp_torch_device_options
-
-    def foreign(device_type: str, aot_mode: bool = False, compile_only: bool = False) -> object:
-        return hook(device_type, aot_mode, compile_only)
-
-    cpp_builder.get_cpp_torch_device_options = foreign
-    try:
-        state = ido.hook_state()
-        assert state.replaced_by == (
-            "test_hook.test_hook_state_reports_a_replacement_made_after_the_hook.<locals>.foreign"
-        )
-        assert not state.registrations_apply
-        assert "REPLACED after the hook by" in state.describe()
-        assert "registrations do not reach Inductor" in state.describe()
-    finally:
-        cpp_builder.get_cpp_torch_device_options = hook
-    assert ido.hook_state().replaced_by is None
-
-
-@hook_mode_only
 def test_installing_twice_keeps_one_hook() -> None:
     hook = cpp_builder.get_cpp_torch_device_options
     _hook.install(cpp_builder)

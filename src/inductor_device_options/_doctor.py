@@ -28,10 +28,11 @@ from ._errors import CppDeviceOptionsError, InvalidCppDeviceOptionsError
 from ._hook import (
     CPP_BUILDER,
     DeviceOptionsSource,
-    backported_interface,
     get_cpp_device_options,
     hook_state,
     known_device_options_sources,
+    package_cpp_device_options,
+    served_interface,
 )
 from ._options import FIELDS, CppDeviceOptions, value_problem
 
@@ -224,26 +225,48 @@ def run_doctor(
 
 
 def _check_hook(context: _Context) -> Check:
-    state = hook_state()
+    """Ask Inductor's real function and see that the device's options come back."""
     title = "options reach Inductor"
-    if state.replaced_by is not None and context.source.source != "torch":
-        return Check(
-            "hook",
-            title,
-            "fail",
-            f"{CPP_BUILDER}.get_cpp_torch_device_options was replaced after the hook",
-            (
-                Problem(
-                    f"{state.replaced_by} replaced torch's function after this package "
-                    f"hooked it: the options of {context.source.description} do not reach "
-                    "Inductor",
-                    "remove that replacement (e.g. a backend's legacy "
-                    "patch_get_cpp_torch_device_options) and register the backend's options "
-                    "with register_cpp_device_options or an entry point instead",
-                ),
-            ),
+    if context.source.source == "torch":
+        return Check("hook", title, "pass", hook_state().describe())
+    try:
+        own = package_cpp_device_options(context.device_type, context.aot_mode)
+        received = get_cpp_device_options(context.device_type, context.aot_mode)
+    except Exception:
+        return Check("hook", title, "skip", "the options cannot be computed (next check)")
+    state = hook_state()  # after the lookup: it says how each adopted function behaved
+    missing = [
+        f"{field} {value}"
+        for field, values, got in zip(
+            FIELDS, own or CppDeviceOptions.empty(), received, strict=True
         )
-    return Check("hook", title, "pass", state.describe())
+        for value in values
+        if value not in got
+    ]
+    if not missing:
+        return Check("hook", title, "pass", state.describe())
+    if state.replaced_by is not None:
+        cause = (
+            f"{state.replaced_by} was written to {CPP_BUILDER}.__dict__ directly, past the "
+            "hook, so Inductor no longer asks this package"
+        )
+        fix = (
+            f"assign the function as an attribute ({CPP_BUILDER}.get_cpp_torch_device_options "
+            "= ...), which the hook adopts, or call inductor_device_options.arm() after writing it"
+        )
+    else:
+        wrappers = [f.description for f in state.adopted if f.behaviour != "replacement"]
+        cause = "a function adopted after the hook dropped them from what it got: " + (
+            ", ".join(wrappers) or "none seen wrapping the hook"
+        )
+        fix = "make that function keep the options it receives and only add its own"
+    return Check(
+        "hook",
+        title,
+        "fail",
+        f"{len(missing)} of the options of {context.source.description} do not reach Inductor",
+        (Problem(f"missing: {', '.join(missing[:5])}; {cause}", fix),),
+    )
 
 
 def _both_modes(context: _Context) -> CppDeviceOptions:
@@ -296,7 +319,7 @@ def _raw_options(context: _Context) -> Sequence[object] | None:
         if provider is not None:
             raw = provider.callback(context.device_type, context.aot_mode, False)
         else:
-            interface = backported_interface(context.device_type)
+            interface = served_interface(context.device_type)
             if interface is None:
                 return None
             raw = interface.get_cpp_device_options(context.aot_mode, False)  # type: ignore[attr-defined]

@@ -23,6 +23,21 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from . import _registry
+from ._chain import (
+    FUNCTION,
+    AdoptedFunction,
+    Args,
+    Chain,
+    DeviceOptionsFunction,
+    Kwargs,
+    Serve,
+    Thunk,
+    bypassing,
+    flags,
+    make_adopting,
+    pending_default,
+    pending_default_for,
+)
 from ._options import CppDeviceOptions
 from ._resolve import interface_with_cpp_options, resolve
 
@@ -30,26 +45,27 @@ if TYPE_CHECKING:
     import importlib.machinery
 
 CPP_BUILDER = "torch._inductor.cpp_builder"
-_FUNCTION = "get_cpp_torch_device_options"
+_FUNCTION = FUNCTION
 _NATIVE_REGISTER = "register_cpp_device_options"
 _NATIVE_REGISTRY = "_cpp_device_options_registry"
-_HOOK_MARK = "__inductor_device_options_hook__"
 # Never a registered device: asking torch's native function for it gives the
 # defaults every out-of-tree device gets, bypassing its registry.
 _DEFAULTS_PROBE_DEVICE = "inductor_device_options_defaults_probe"
 
 OptionsTuple = tuple[list[str], list[str], list[str], list[str], list[str], list[str], list[str]]
-DeviceOptionsFunction = Callable[..., Any]
-
 _lock = threading.RLock()
 
 
 class _Installation(NamedTuple):
     module: ModuleType
     mode: Literal["hook", "native"]
-    previous: DeviceOptionsFunction  # hook: what we chain to; native: torch's function
-    hook: DeviceOptionsFunction | None = None
+    chain: Chain
     native_register: Callable[[str, DeviceOptionsFunction], None] | None = None
+
+    @property
+    def previous(self) -> DeviceOptionsFunction:
+        """The function there when the hook was installed (native: torch's own)."""
+        return self.chain.base
 
 
 _installation: _Installation | None = None
@@ -75,79 +91,77 @@ def device_interface_backport_active() -> bool:
 # --- the hook ---------------------------------------------------------------------------
 
 
-def _make_hook(previous: DeviceOptionsFunction) -> DeviceOptionsFunction:
-    reserved = _registry.RESERVED_DEVICE_TYPES
-
-    def get_cpp_torch_device_options(*args: Any, **kwargs: Any) -> Any:
-        device_type = args[0] if args else kwargs.get("device_type")
-        if type(device_type) is not str or device_type in reserved:
-            return previous(*args, **kwargs)  # torch's devices: untouched, and fast
-        name = _normalized_or_none(device_type)
-        if name is None or name in reserved:
-            return previous(*args, **kwargs)
-        aot_mode, compile_only = _flags(args, kwargs)
-        options = resolve(
-            name, aot_mode, compile_only, use_device_interface=device_interface_backport_active()
-        )
-        if options is None:
-            return previous(*args, **kwargs)
-        return options.as_tuple()
-
-    get_cpp_torch_device_options.__doc__ = previous.__doc__
-    get_cpp_torch_device_options.__wrapped__ = previous  # type: ignore[attr-defined]
-    setattr(get_cpp_torch_device_options, _HOOK_MARK, True)
-    return get_cpp_torch_device_options
-
-
-_normalized_names: dict[str, str | None] = {}
-
-
-def _normalized_or_none(device_type: str) -> str | None:
-    """The device name, or None where torch passes something that is not one."""
-    if device_type not in _normalized_names:
-        try:
-            name: str | None = _registry.normalize_device_type(device_type)
-        except ValueError:
-            name = None
-        if len(_normalized_names) < 1024:
-            _normalized_names[device_type] = name
-        return name
-    return _normalized_names[device_type]
-
-
-def _flags(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bool, bool]:
-    aot_mode = args[1] if len(args) > 1 else kwargs.get("aot_mode", False)
-    compile_only = args[2] if len(args) > 2 else kwargs.get("compile_only", False)
-    return bool(aot_mode), bool(compile_only)
+def _serve_hook(device_type: str, args: Args, kwargs: Kwargs, default: Thunk) -> Any:
+    """The package's own sources (hook mode), with ``default`` as the device's defaults."""
+    aot_mode, compile_only = flags(args, kwargs)
+    with pending_default(device_type, aot_mode, compile_only, default):
+        options = resolve(device_type, aot_mode, compile_only, use_device_interface=True)
+    return None if options is None else options.as_tuple()
 
 
 def _native_dispatcher(
     device_type: str, aot_mode: bool = False, compile_only: bool = False
 ) -> OptionsTuple:
     name = _registry.normalize_device_type(device_type)
-    options = resolve(
-        name, aot_mode, compile_only, use_device_interface=device_interface_backport_active()
-    )
+    options = resolve(name, aot_mode, compile_only, use_device_interface=False)
     if options is None:  # The registration went away: give what torch gives.
         options = default_cpp_device_options(name, aot_mode, compile_only)
     return options.as_tuple()
 
 
-setattr(_native_dispatcher, _HOOK_MARK, True)
+def _native_functions(
+    module: ModuleType, base: DeviceOptionsFunction
+) -> tuple[Serve, Callable[[Args, Kwargs], Any]]:
+    """serve and base_default where torch's own function consults its registry."""
+
+    def registered_natively(device_type: str) -> bool:
+        return device_type in getattr(module, _NATIVE_REGISTRY, {})
+
+    def serve(device_type: str, args: Args, kwargs: Kwargs, default: Thunk) -> Any:
+        if not registered_natively(device_type):
+            return None
+        with pending_default(device_type, *flags(args, kwargs), default):
+            return base(*args, **kwargs)
+
+    def base_default(args: Args, kwargs: Kwargs) -> Any:
+        # Asking torch's function for a device it has no registration for gives the
+        # defaults every out-of-tree device gets, bypassing its registry.
+        device_type = args[0] if args else kwargs.get("device_type")
+        if type(device_type) is str and registered_natively(device_type):
+            args, kwargs = _for_device(_DEFAULTS_PROBE_DEVICE, args, kwargs)
+        return base(*args, **kwargs)
+
+    return serve, base_default
+
+
+def _for_device(device_type: str, args: Args, kwargs: Kwargs) -> tuple[Args, Kwargs]:
+    if args:
+        return (device_type, *args[1:]), kwargs
+    return args, {**kwargs, "device_type": device_type}
 
 
 def install(module: ModuleType) -> None:
-    """Install into an imported ``cpp_builder`` module; idempotent."""
+    """Install into an imported ``cpp_builder`` module; idempotent.
+
+    Installs again where the module was executed anew (``importlib.reload``) or its
+    attribute was written past the chain.
+    """
     global _installation
     with _lock:
-        if _installation is not None and _installation.module is module:
+        current = module.__dict__[_FUNCTION]
+        installation = _installation
+        if (
+            installation is not None
+            and installation.module is module
+            and installation.chain.owns(current)
+        ):
             return
-        current = getattr(module, _FUNCTION)
         native_register = getattr(module, _NATIVE_REGISTER, None)
         if callable(native_register):
-            _installation = _Installation(
-                module, "native", current, native_register=native_register
-            )
+            serve, base_default = _native_functions(module, current)
+            chain = Chain(module, current, serve, base_default)
+            _installation = _Installation(module, "native", chain, native_register)
+            make_adopting(module, chain)
             if _forward_registration not in _registry._registration_listeners:
                 _registry._registration_listeners.append(_forward_registration)
             for device_type in _registry.registered_device_types():
@@ -155,13 +169,9 @@ def install(module: ModuleType) -> None:
             for device_type in _registry.declared_entry_points():
                 _forward_registration(device_type, overwrite=False)
             return
-        if getattr(current, _HOOK_MARK, False):
-            # Already hooked (e.g. this package imported twice under reload): reuse it.
-            _installation = _Installation(module, "hook", current.__wrapped__, hook=current)
-            return
-        hook = _make_hook(current)
-        setattr(module, _FUNCTION, hook)
-        _installation = _Installation(module, "hook", current, hook=hook)
+        chain = Chain(module, current, _serve_hook, lambda args, kwargs: current(*args, **kwargs))
+        _installation = _Installation(module, "hook", chain)
+        make_adopting(module, chain)
 
 
 def _forward_registration(device_type: str, *, overwrite: bool = True) -> None:
@@ -193,13 +203,15 @@ class _InstallAfterExec:
     def exec_module(self, module: ModuleType) -> None:
         self._loader.exec_module(module)
         install(module)
-        _disarm()
 
     def __getattr__(self, name: str) -> Any:  # get_source, get_filename, ... for tools
         return getattr(self._loader, name)
 
 
 class _CppBuilderImportWatcher:
+    """Stays on sys.meta_path: ``importlib.reload(cpp_builder)`` finds the module's spec
+    again, and executing it anew writes torch's function past the chain."""
+
     def find_spec(
         self,
         fullname: str,
@@ -225,21 +237,12 @@ def arm() -> None:
     """Install now if cpp_builder is imported, else as soon as it is. Cheap; idempotent."""
     global _watcher
     with _lock:
-        module = sys.modules.get(CPP_BUILDER)
-        if module is not None and getattr(module, _FUNCTION, None) is not None:
-            install(module)
-            return
-        if _watcher is None:
+        if _watcher is None or _watcher not in sys.meta_path:
             _watcher = _CppBuilderImportWatcher()
             sys.meta_path.insert(0, _watcher)
-
-
-def _disarm() -> None:
-    global _watcher
-    with _lock:
-        if _watcher is not None and _watcher in sys.meta_path:
-            sys.meta_path.remove(_watcher)
-        _watcher = None
+        module = sys.modules.get(CPP_BUILDER)
+        if module is not None and module.__dict__.get(_FUNCTION) is not None:
+            install(module)
 
 
 def _installed() -> _Installation:
@@ -261,19 +264,22 @@ def _installed() -> _Installation:
 def default_cpp_device_options(
     device_type: str, aot_mode: bool = False, compile_only: bool = False
 ) -> CppDeviceOptions:
-    """What torch gives ``device_type`` without this package's providers.
+    """What ``device_type`` gets without this package's sources, so a provider can extend
+    the defaults instead of copying them.
 
-    The function that was installed before the hook (stock torch, or another backend's
-    replacement of it), so a provider can extend the defaults instead of copying them.
+    During a lookup: what the function below the package gave (stock torch, or the
+    replacement another backend assigned), with the lookup's own arguments (torch 2.15's
+    ``cpp_stdlib=`` included). Outside one: what the chain gives the device when the
+    package does not serve it.
     """
     name = _registry.normalize_device_type(device_type)
     installation = _installed()
-    probe = name
-    if installation.mode == "native":
-        native_registry = getattr(installation.module, _NATIVE_REGISTRY, {})
-        if name in native_registry:
-            probe = _DEFAULTS_PROBE_DEVICE
-    result = installation.previous(probe, aot_mode, compile_only)
+    pending = pending_default_for(name, bool(aot_mode), bool(compile_only))
+    if pending is not None:
+        result = pending()
+    else:
+        with bypassing(name):
+            result = installation.module.__dict__[_FUNCTION](name, aot_mode, compile_only)
     return CppDeviceOptions(*(list(values) for values in result))
 
 
@@ -290,14 +296,32 @@ def get_cpp_device_options(
     return CppDeviceOptions(*(list(values) for values in result))
 
 
+def package_cpp_device_options(
+    device_type: str, aot_mode: bool = False, compile_only: bool = False
+) -> CppDeviceOptions | None:
+    """What this package's own sources give ``device_type`` (None: it has none), as
+    Inductor gets them from the package: the chain around it left out."""
+    name = _registry.normalize_device_type(device_type)
+    if name in _registry.RESERVED_DEVICE_TYPES:
+        return None
+    installation = _installed()
+    options = resolve(
+        name, aot_mode, compile_only, use_device_interface=installation.mode == "hook"
+    )
+    return None if options is None else options.copy()
+
+
 class HookState(NamedTuple):
     """Where this package stands in ``torch._inductor.cpp_builder``.
 
-    ``mode``: ``"hook"`` (our function is installed), ``"native"`` (torch has
-    ``register_cpp_device_options``; we register through it) or ``"waiting"`` (installs
-    when ``torch._inductor.cpp_builder`` is first imported).
-    ``chains_to``: the function the hook falls back to. ``replaced_by``: set when someone
-    replaced the function after the hook; registrations then do not reach Inductor.
+    ``mode``: ``"hook"`` (the package's function is installed), ``"native"`` (torch has
+    ``register_cpp_device_options``; providers are registered through it) or ``"waiting"``
+    (installs when ``torch._inductor.cpp_builder`` is first imported).
+    ``chains_to``: the function that was there when the hook was installed.
+    ``adopted``: functions assigned to the attribute since, in order, each with how it
+    was seen to behave (a replacement, or wrapping the hook).
+    ``replaced_by``: set only when the module's ``__dict__`` was written past the chain;
+    registrations then do not reach Inductor.
     """
 
     torch_version: str
@@ -305,6 +329,7 @@ class HookState(NamedTuple):
     chains_to: str | None
     replaced_by: str | None
     device_interface_backport: bool | None
+    adopted: tuple[AdoptedFunction, ...] = ()
 
     @property
     def registrations_apply(self) -> bool:
@@ -317,11 +342,15 @@ class HookState(NamedTuple):
             line = f"native: torch has {_NATIVE_REGISTER}; providers are registered through it"
         else:
             line = f"hook installed, chaining to {self.chains_to}"
+        if self.adopted:
+            line += "; adopted after it: " + ", ".join(
+                f"{function.description} ({function.behaviour})" for function in self.adopted
+            )
         if self.replaced_by is not None:
             line += (
-                f"; REPLACED after the hook by {self.replaced_by}: registrations do not reach "
-                "Inductor until that replacement is removed or made through "
-                "register_cpp_device_options"
+                f"; REPLACED past the hook by {self.replaced_by} (written to the module's "
+                "__dict__ directly): registrations do not reach Inductor until "
+                "inductor_device_options.arm() installs the hook again"
             )
         return line
 
@@ -330,7 +359,7 @@ class DeviceOptionsSource(NamedTuple):
     """Where a device's options come from, found without calling the provider.
 
     ``source``: ``"registration"``, ``"entry point"``, ``"device interface"`` or
-    ``"torch"`` (the function installed before the hook: stock torch or a replacement).
+    ``"torch"`` (the function below the package: stock torch or a replacement).
     """
 
     device_type: str
@@ -350,7 +379,7 @@ def device_options_source(device_type: str) -> DeviceOptionsSource:
             return DeviceOptionsSource(
                 name, "entry point", _registry.describe_entry_point(entry_point)
             )
-        interface = backported_interface(name)
+        interface = served_interface(name)
         if interface is not None:
             return DeviceOptionsSource(
                 name,
@@ -358,9 +387,13 @@ def device_options_source(device_type: str) -> DeviceOptionsSource:
                 f"{_registry.describe_callable(interface)}.get_cpp_device_options",
             )
     installation = _installation
-    previous = installation.previous if installation is not None else None
-    description = _registry.describe_callable(previous) if previous is not None else "stock torch"
-    return DeviceOptionsSource(name, "torch", description)
+    if installation is None:
+        return DeviceOptionsSource(name, "torch", "stock torch")
+    descriptions = [
+        *(function.description for function in reversed(installation.chain.adopted())),
+        _registry.describe_callable(installation.previous),
+    ]
+    return DeviceOptionsSource(name, "torch", " over ".join(descriptions))
 
 
 def known_device_options_sources() -> list[DeviceOptionsSource]:
@@ -371,7 +404,7 @@ def known_device_options_sources() -> list[DeviceOptionsSource]:
     names = set(_registry.RESERVED_DEVICE_TYPES)
     names.update(_registry.registered_device_types())
     names.update(_registry.declared_entry_points())
-    if device_interface_backport_active():
+    if _serves_device_interfaces():
         names.update(
             name
             for name, interface in get_registered_device_interfaces()
@@ -380,9 +413,18 @@ def known_device_options_sources() -> list[DeviceOptionsSource]:
     return [device_options_source(name) for name in sorted(names)]
 
 
-def backported_interface(device_type: str) -> type | None:
-    if not device_interface_backport_active():
-        return None  # torch's own function consults the interface: it is "torch" then
+def _serves_device_interfaces() -> bool:
+    # The hook asks DeviceInterface.get_cpp_device_options itself on every torch (on 2.15
+    # too, so that its options are validated and get custom_op_libs); with torch's native
+    # registry, torch's function does (2.15) or nothing does.
+    installation = _installation
+    return installation is None or installation.mode == "hook"
+
+
+def served_interface(device_type: str) -> type | None:
+    """The DeviceInterface whose get_cpp_device_options the hook asks for ``device_type``."""
+    if not _serves_device_interfaces():
+        return None
     return interface_with_cpp_options(device_type)
 
 
@@ -393,9 +435,10 @@ def hook_state() -> HookState:
     installation = _installation
     if installation is None:
         return HookState(torch.__version__, "waiting", None, None, None)
-    current = getattr(installation.module, _FUNCTION)
+    current = installation.module.__dict__.get(_FUNCTION)
+    chain = installation.chain
     replaced_by = None
-    if installation.mode == "hook" and current is not installation.hook:
+    if not chain.owns(current):
         replaced_by = _registry.describe_callable(current)
     return HookState(
         torch_version=torch.__version__,
@@ -405,4 +448,5 @@ def hook_state() -> HookState:
         device_interface_backport=(
             installation.mode == "hook" and device_interface_backport_active()
         ),
+        adopted=chain.adopted(),
     )

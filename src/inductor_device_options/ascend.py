@@ -256,17 +256,18 @@ def patch_get_cpp_torch_device_options(
 
     Returns how registrations reach Inductor: ``"native"``, ``"hook"``, or
     ``"waiting"`` (installs when ``torch._inductor.cpp_builder`` is imported).
-    Warns when something replaced torch's function after the hook (e.g. the
-    legacy patch still being applied), since registrations are then ignored.
+    The legacy replacement, if it is still applied, is adopted by the hook and serves
+    only what no registration does. Warns when the module's ``__dict__`` was written
+    past the hook, since registrations are then ignored.
     """
     register(device_type)
     state = hook_state()
     if state.replaced_by is not None:
         warnings.warn(
-            f"torch._inductor.cpp_builder.get_cpp_torch_device_options was replaced by "
-            f"{state.replaced_by}; the {device_type!r} options registered by "
-            "inductor_device_options.ascend do not reach Inductor until that replacement "
-            "(the legacy patch_get_cpp_torch_device_options) is removed",
+            f"torch._inductor.cpp_builder.get_cpp_torch_device_options was written past the "
+            f"hook by {state.replaced_by}; the {device_type!r} options registered by "
+            "inductor_device_options.ascend do not reach Inductor until "
+            "inductor_device_options.arm() installs the hook again",
             RuntimeWarning,
             stacklevel=2,
         )

@@ -52,6 +52,7 @@ its layout; keys are only ever added within a version. Every document has
 
     {"hook": {"mode": "hook" | "native" | "waiting", "chains_to": str | null,
               "replaced_by": str | null, "registrations_apply": bool,
+              "adopted": [{"description": str, "behaviour": str}, ...],  # assigned after the hook
               "device_interface_backport": bool | null, "description": str},
      "devices": [Source, ...]}                       # sorted by device_type
 
@@ -216,6 +217,7 @@ def _list(args: argparse.Namespace) -> int:
             "list",
             hook={
                 **{key: value for key, value in state._asdict().items() if key != "torch_version"},
+                "adopted": [function._asdict() for function in state.adopted],
                 "registrations_apply": state.registrations_apply,
                 "description": state.describe(),
             },

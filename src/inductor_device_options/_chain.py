@@ -1,0 +1,352 @@
+"""Keep the hook in charge of ``cpp_builder.get_cpp_torch_device_options``, whatever is
+assigned to it afterwards, in whatever order.
+
+Backends give Inductor their options by assigning that module attribute: a *replacement*
+never calls the function it found (torch_npu 2.14), a *wrapper* captures it, calls it and
+adds flags (openreg-style backends, build scripts). Assigned over the hook, either would cut
+this package's sources out. So the hook makes the ``cpp_builder`` module an
+:class:`AdoptingModule`: its ``__setattr__`` *adopts* each function assigned to the attribute
+into a chain, and the attribute stays an entry of that chain.
+
+Each state of the chain has its own entry function. It is what the module holds in that
+state, and what a wrapper captured when it read the attribute; assigning a saved entry back
+(what ``unittest.mock`` does on exit) restores its state.
+
+A lookup runs the adopted functions top-down, as the same stack would without the package:
+a wrapper calls the entry it captured, which runs the state below. Whether a function
+chained is seen by whether it called back into an entry for the same device during the call.
+The package's sources come in right above the topmost function that did not chain (a
+replacement), or above the function that was there when the hook was installed: registrations
+win over replacements, and wrappers above wrap registrations too. For the device served, what
+the replacement gave (or the base function, where it raised) is the device's default.
+
+The one way past this is writing the module's ``__dict__`` directly; ``hook_state`` reports it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import ModuleType
+from typing import Any, Literal, NamedTuple
+
+from . import _registry
+
+FUNCTION = "get_cpp_torch_device_options"
+_CHAIN_ATTRIBUTE = "_inductor_device_options_chain"
+# A dunder name: unittest.mock objects raise AttributeError for those instead of inventing one.
+_STATE_MARK = "__inductor_device_options_state__"
+
+Args = tuple[Any, ...]
+Kwargs = dict[str, Any]
+DeviceOptionsFunction = Callable[..., Any]
+Thunk = Callable[[], Any]
+#: serve(device_type, args, kwargs, default) -> the options tuple, or None when the package
+#: has no source for the device; ``default()`` is what the device gets without the package.
+Serve = Callable[[str, Args, Kwargs, Thunk], Any]
+
+Behaviour = Literal["not called yet", "replacement", "wraps the hook", "wraps for some devices"]
+
+
+class Adopted:
+    """A function assigned to the attribute after the hook, and how it was seen to behave."""
+
+    def __init__(self, function: DeviceOptionsFunction):
+        self.function = function
+        self.description = _registry.describe_callable(function)
+        self._keywords = _accepted_keywords(function)
+        self._seen: set[bool] = set()  # True: chained; False: did not
+
+    def __call__(self, args: Args, kwargs: Kwargs) -> Any:
+        if kwargs and self._keywords is not None:
+            # torch 2.15 passes cpp_stdlib=, which a function written for 2.13 rejects.
+            kwargs = {key: value for key, value in kwargs.items() if key in self._keywords}
+        return self.function(*args, **kwargs)
+
+    def observe(self, chained: bool) -> None:
+        self._seen.add(chained)
+
+    @property
+    def behaviour(self) -> Behaviour:
+        if not self._seen:
+            return "not called yet"
+        if len(self._seen) == 2:
+            return "wraps for some devices"
+        return "wraps the hook" if True in self._seen else "replacement"
+
+
+def _accepted_keywords(function: DeviceOptionsFunction) -> frozenset[str] | None:
+    """The keyword names ``function`` accepts, or None when it takes any (or cannot tell)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters):
+        return None
+    return frozenset(
+        parameter.name
+        for parameter in parameters
+        if parameter.kind
+        in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    )
+
+
+class _State(NamedTuple):
+    adopted: Adopted | None  # None: the bottom, the function there when the hook was installed
+    below: _State | None
+    entry: DeviceOptionsFunction
+    chain: Chain
+
+
+class AdoptedFunction(NamedTuple):
+    """One function adopted into the chain, for reports."""
+
+    description: str
+    behaviour: Behaviour
+
+
+class _Local(threading.local):
+    def __init__(self) -> None:
+        # One frame per adopted function running: [device, chained].
+        self.frames: list[list[Any]] = []
+        self.defaults: list[tuple[str, bool, bool, Thunk]] = []
+        self.bypassed: set[str] = set()
+
+
+_local = _Local()
+
+
+def _device_name(args: Args, kwargs: Kwargs) -> str | None:
+    """The normalized device a call is for, or None for torch's devices and non-names."""
+    device_type = args[0] if args else kwargs.get("device_type")
+    if type(device_type) is not str or device_type in _registry.RESERVED_DEVICE_TYPES:
+        return None
+    name = _normalized_or_none(device_type)
+    if name is None or name in _registry.RESERVED_DEVICE_TYPES:
+        return None
+    return name
+
+
+_normalized_names: dict[str, str | None] = {}
+
+
+def _normalized_or_none(device_type: str) -> str | None:
+    if device_type not in _normalized_names:
+        try:
+            name: str | None = _registry.normalize_device_type(device_type)
+        except ValueError:
+            name = None
+        if len(_normalized_names) < 1024:
+            _normalized_names[device_type] = name
+        return name
+    return _normalized_names[device_type]
+
+
+def flags(args: Args, kwargs: Kwargs) -> tuple[bool, bool]:
+    """``aot_mode`` and ``compile_only`` of a call, however they were passed."""
+    aot_mode = args[1] if len(args) > 1 else kwargs.get("aot_mode", False)
+    compile_only = args[2] if len(args) > 2 else kwargs.get("compile_only", False)
+    return bool(aot_mode), bool(compile_only)
+
+
+class Chain:
+    """The functions adopted over one installed hook, and the state the module is in."""
+
+    def __init__(
+        self,
+        module: ModuleType,
+        base: DeviceOptionsFunction,
+        serve: Serve,
+        base_default: Callable[[Args, Kwargs], Any],
+    ):
+        self.module = module
+        self.base = base
+        self._serve = serve
+        self._base_default = base_default
+        self._lock = threading.Lock()
+        self.bottom = self._state(None, None)
+        self.current = self.bottom
+
+    # --- assignments ---------------------------------------------------------------------
+
+    def adopt(self, value: object) -> bool:
+        """Take an assignment to the attribute; False leaves it to a plain assignment."""
+        if not callable(value):
+            return False
+        with self._lock:
+            state = self._state_of(value)
+            if state is None:
+                state = self._state(Adopted(value), self.current)
+            self.current = state
+            self.module.__dict__[FUNCTION] = state.entry
+        return True
+
+    def _state_of(self, value: object) -> _State | None:
+        if value is self.base:
+            return self.bottom
+        if self.current.adopted is not None and value is self.current.adopted.function:
+            return self.current  # the same function assigned again
+        return self.state_of_entry(value)
+
+    def state_of_entry(self, value: object) -> _State | None:
+        """The state whose entry ``value`` is, if it is one of this chain's."""
+        try:
+            state = getattr(value, _STATE_MARK, None)
+        except Exception:  # an object with an unusual __getattr__: not ours
+            return None
+        if isinstance(state, _State) and state.entry is value and state.chain is self:
+            return state
+        return None
+
+    def _state(self, adopted: Adopted | None, below: _State | None) -> _State:
+        def get_cpp_torch_device_options(*args: Any, **kwargs: Any) -> Any:
+            frames = _local.frames
+            if frames and frames[-1][0] == _frame_device(args, kwargs):
+                frames[-1][1] = True
+            return self._evaluate(state, args, kwargs)
+
+        get_cpp_torch_device_options.__doc__ = self.base.__doc__
+        get_cpp_torch_device_options.__wrapped__ = self.base  # type: ignore[attr-defined]
+        state = _State(adopted, below, get_cpp_torch_device_options, self)
+        setattr(get_cpp_torch_device_options, _STATE_MARK, state)
+        return state
+
+    def owns(self, value: object) -> bool:
+        """Whether ``value`` is an entry of this chain."""
+        return self.state_of_entry(value) is not None
+
+    def adopted(self) -> tuple[AdoptedFunction, ...]:
+        """The current state's adopted functions, in the order they were assigned."""
+        found = []
+        state: _State | None = self.current
+        while state is not None and state.adopted is not None:
+            found.append(AdoptedFunction(state.adopted.description, state.adopted.behaviour))
+            state = state.below
+        return tuple(reversed(found))
+
+    # --- lookups -------------------------------------------------------------------------
+
+    def _evaluate(self, state: _State, args: Args, kwargs: Kwargs) -> Any:
+        device = _device_name(args, kwargs)
+        if device is not None and device in _local.bypassed:
+            device = None
+        adopted = state.adopted
+        if adopted is None:
+            return self._evaluate_bottom(device, args, kwargs)
+        frame = [_frame_device(args, kwargs), False]
+        _local.frames.append(frame)
+        error: Exception | None = None
+        try:
+            result = adopted(args, kwargs)
+        except Exception as caught:
+            result, error = None, caught
+        finally:
+            _local.frames.pop()
+        chained = bool(frame[1])
+        adopted.observe(chained)
+        if not chained and device is not None:
+            # A replacement for this device: the package's sources come first, and what the
+            # replacement gave is the device's default.
+            default: Thunk = (
+                (lambda: result) if error is None else (lambda: self._base_default(args, kwargs))
+            )
+            served = self._serve(device, args, kwargs, default)
+            if served is not None:
+                return served
+        if error is not None:
+            raise error
+        return result
+
+    def _evaluate_bottom(self, device: str | None, args: Args, kwargs: Kwargs) -> Any:
+        if device is not None:
+            served = self._serve(device, args, kwargs, lambda: self._base_default(args, kwargs))
+            if served is not None:
+                return served
+        elif _local.bypassed:
+            return self._base_default(args, kwargs)
+        return self.base(*args, **kwargs)
+
+
+def _frame_device(args: Args, kwargs: Kwargs) -> object:
+    device_type = args[0] if args else kwargs.get("device_type")
+    if type(device_type) is str:
+        return _normalized_or_none(device_type) or device_type
+    return device_type
+
+
+@contextmanager
+def pending_default(
+    device_type: str, aot_mode: bool, compile_only: bool, default: Thunk
+) -> Iterator[None]:
+    """While a source computes ``device_type``'s options, what its defaults are."""
+    cached: list[Any] = []
+
+    def once() -> Any:
+        if not cached:
+            cached.append(default())
+        return cached[0]
+
+    _local.defaults.append((device_type, aot_mode, compile_only, once))
+    try:
+        yield
+    finally:
+        _local.defaults.pop()
+
+
+def pending_default_for(device_type: str, aot_mode: bool, compile_only: bool) -> Thunk | None:
+    """The default of the lookup under way for this device and flags, if there is one."""
+    for pending in reversed(_local.defaults):
+        if pending[:3] == (device_type, aot_mode, compile_only):
+            return pending[3]
+    return None
+
+
+@contextmanager
+def bypassing(device_type: str) -> Iterator[None]:
+    """Lookups of ``device_type`` skip the package's sources (to compute its default)."""
+    added = device_type not in _local.bypassed
+    _local.bypassed.add(device_type)
+    try:
+        yield
+    finally:
+        if added:
+            _local.bypassed.discard(device_type)
+
+
+def chain_of(module: ModuleType) -> Chain | None:
+    chain = vars(type(module)).get(_CHAIN_ATTRIBUTE)
+    return chain if isinstance(chain, Chain) else None
+
+
+def make_adopting(module: ModuleType, chain: Chain) -> None:
+    """Give ``module`` a class that adopts assignments to the attribute into ``chain``,
+    and put the chain's current entry in place."""
+    original = getattr(type(module), "_inductor_device_options_original_class", type(module))
+
+    def __setattr__(self: ModuleType, name: str, value: object) -> None:
+        if name == FUNCTION:
+            own = chain_of(self)
+            if own is not None and own.adopt(value):
+                return
+        original.__setattr__(self, name, value)
+
+    adopting = type(
+        "AdoptingModule",
+        (original,),
+        {
+            "__setattr__": __setattr__,
+            "__module__": __name__,
+            "__doc__": AdoptingModule.__doc__,
+            _CHAIN_ATTRIBUTE: chain,
+            "_inductor_device_options_original_class": original,
+        },
+    )
+    module.__dict__[FUNCTION] = chain.current.entry
+    module.__class__ = adopting
+
+
+class AdoptingModule(ModuleType):
+    """``torch._inductor.cpp_builder`` with the hook installed: assigning
+    ``get_cpp_torch_device_options`` adopts the function into the hook's chain."""
