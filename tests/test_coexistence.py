@@ -12,6 +12,7 @@ import ast
 import itertools
 import json
 import os
+import subprocess
 import unittest.mock
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -396,3 +397,99 @@ def test_doctor_asks_inductor_whether_the_options_arrive(
     assert hook_check["status"] == status, hook_check
     assert words in json.dumps(hook_check)
     assert finished.returncode == (0 if status == "pass" else 1), finished.stderr
+
+
+# --- torch_npu's own headers, built by Inductor's CppBuilder ------------------------------
+
+# What Inductor's generated code includes for npu: cpp_wrapper mode and AOTInductor.
+NPU_HEADERS = (
+    "torch_npu/csrc/inductor/cpp_wrapper/npu.h",
+    "torch_npu/csrc/inductor/aoti_include/npu.h",
+)
+
+
+def synthetic_cann(root: Path) -> Path:
+    """The least of a CANN toolkit the Ascend provider accepts: acl/acl.h and the runtime
+    libraries, real (empty) shared objects."""
+    home = root / "cann"
+    (home / "include" / "acl").mkdir(parents=True)
+    (home / "include" / "acl" / "acl.h").write_text("#pragma once\n")
+    (home / "lib64").mkdir()
+    for library in ("ascendcl", "runtime"):
+        source = root / f"{library}.c"
+        source.write_text(f"int {library}_stub(void) {{ return 0; }}\n")
+        subprocess.run(
+            [
+                "gcc",
+                "-shared",
+                "-fPIC",
+                str(source),
+                "-o",
+                str(home / "lib64" / f"lib{library}.so"),
+            ],
+            check=True,
+        )
+    return home
+
+
+def build_npu_probes(work: Path) -> list[Path]:
+    """One module per header, compiled and linked with the options Inductor gets for npu."""
+    built = []
+    for index, header in enumerate(NPU_HEADERS):
+        directory = work / str(index)
+        directory.mkdir(parents=True)
+        source = directory / "npu_probe.cpp"
+        source.write_text(f'#include <{header}>\nextern "C" int npu_probe(void) {{ return 42; }}\n')
+        builder = cpp_builder.CppBuilder(
+            name="npu_probe",
+            sources=[str(source)],
+            BuildOption=cpp_builder.CppTorchDeviceOptions(device_type="npu"),
+            output_dir=str(directory),
+        )
+        builder.build()
+        built.append(Path(builder.get_target_file_path()))
+    return built
+
+
+@pytest.mark.parametrize("ascend_home_when_torch_npu_loads", [True, False])
+def test_torch_npu_headers_build_with_the_options_the_package_gives_npu(
+    tmp_path: Path,
+    torch_npu_package: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    ascend_home_when_torch_npu_loads: bool,
+) -> None:
+    """Served by the package's entry point, then again with torch_npu's replacement
+    adopted (which raises for npu when ASCEND_HOME_PATH was unset as it loaded); the
+    negative control is torch's own options for npu."""
+    from inductor_device_options import ascend
+
+    cann = synthetic_cann(tmp_path)
+    monkeypatch.setenv("PYTORCH_NPU_INSTALL_PATH", str(torch_npu_package))
+    monkeypatch.delenv("ASCEND_HOME_PATH", raising=False)
+    if ascend_home_when_torch_npu_loads:
+        monkeypatch.setenv("ASCEND_HOME_PATH", str(cann))
+    torch_npu = released_torch_npu.load_cpp_builder(torch_npu_package)
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(cann))
+    ascend.clear_cache()
+    assert ido.device_options_source("npu").source == "entry point"
+
+    assert all(path.is_file() for path in build_npu_probes(tmp_path / "served"))
+
+    torch_npu.patch_get_cpp_torch_device_options()
+    options = ido.get_cpp_device_options("npu")
+    for field, values in zip(ido.CppDeviceOptions._fields, options, strict=True):
+        if field == "passthrough_args":
+            values = [word for value in values for word in value.split()]
+        assert len(values) == len(set(values)), f"{field} has duplicates: {values}"
+    assert "-DBUILD_LIBTORCH=ON" in " ".join(options.passthrough_args).split()
+    assert all(path.is_file() for path in build_npu_probes(tmp_path / "adopted"))
+
+    def torch_own(device_type: str, aot_mode: bool, compile_only: bool) -> object:
+        return ido._hook._installation.previous(device_type, aot_mode, compile_only)  # type: ignore[union-attr]
+
+    with (
+        ido.registered_cpp_device_options("npu", torch_own),
+        pytest.raises(Exception, match=r"torch_npu/csrc/inductor/cpp_wrapper/npu\.h"),
+    ):
+        build_npu_probes(tmp_path / "stock")
+    ascend.clear_cache()

@@ -48,7 +48,7 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal, TypeVar
 
 from . import _cann, _registry
@@ -202,13 +202,43 @@ def cpp_device_options(
 ) -> CppDeviceOptions:
     """The provider callback: torch's defaults for ``device_type`` plus Ascend's options.
 
-    Each list is the default list followed by the Ascend values it lacks.
+    Each list is the default list followed by the Ascend values it lacks. The defaults may
+    be torch_npu's own function (its legacy replacement, adopted by the hook), which lists
+    CANN by another path and passes ``-DBUILD_LIBTORCH=ON -Wno-unused-function`` as one
+    string: dirs are compared by real path and passthrough args by word.
     """
     added = npu_cpp_device_options()
     base = default_cpp_device_options(device_type, aot_mode, compile_only)
-    return CppDeviceOptions(
-        *(_unique([*default, *extra]) for default, extra in zip(base, added, strict=True))
+    key = (tuple(tuple(values) for values in base), tuple(tuple(values) for values in added))
+    merged = _merged_cache.get(key)
+    if merged is None:
+        merged = CppDeviceOptions(
+            *(
+                _merged(field, default, extra)
+                for field, default, extra in zip(CppDeviceOptions._fields, base, added, strict=True)
+            )
+        )
+        _remember(_merged_cache, key, merged)
+    return merged.copy()
+
+
+_merged_cache: dict[tuple[tuple[tuple[str, ...], ...], ...], CppDeviceOptions] = {}
+
+
+def _merged(field: str, default: Sequence[str], extra: Sequence[str]) -> list[str]:
+    if field == "passthrough_args":
+        present = {word for value in default for word in value.split()}
+        return [*default, *(value for value in extra if not set(value.split()) <= present)]
+    same: Callable[[str], str] = (
+        os.path.realpath if field in ("include_dirs", "libraries_dirs") else str
     )
+    seen = {same(value) for value in default}
+    merged = list(default)
+    for value in extra:
+        if same(value) not in seen:
+            seen.add(same(value))
+            merged.append(value)
+    return merged
 
 
 def register(device_type: str = DEVICE_TYPE) -> None:
