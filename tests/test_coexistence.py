@@ -493,3 +493,22 @@ def test_torch_npu_headers_build_with_the_options_the_package_gives_npu(
     ):
         build_npu_probes(tmp_path / "stock")
     ascend.clear_cache()
+
+
+def test_a_provider_extending_the_defaults_gets_the_lookups_own_keywords() -> None:
+    """torch 2.15 passes cpp_stdlib=: the defaults a provider extends are computed with it."""
+    received: list[dict[str, object]] = []
+
+    def replacement(
+        device_type: str, aot_mode: bool = False, compile_only: bool = False, **kwargs: object
+    ) -> tuple[list[str], ...]:
+        received.append(kwargs)
+        return (["REPLACED"], [], [], [], [], [], [])
+
+    ido.register_cpp_device_options("acme", acme_options)
+    cpp_builder.get_cpp_torch_device_options = replacement
+    options = cpp_builder.get_cpp_torch_device_options(
+        device_type="acme", aot_mode=False, compile_only=False, cpp_stdlib="libstdc++"
+    )
+    assert options[0] == ["REPLACED", ACME_MACRO]
+    assert received == [{"cpp_stdlib": "libstdc++"}]  # called once: the lookup's default
