@@ -159,6 +159,27 @@ def bench_lookup(settings: Settings) -> list[Result]:
     )
     ratio = timings["hook"] / timings["stock"]
 
+    # A backend's replacement (torch_npu's kind: a copy of torch's function), assigned after
+    # the hook: the hook adopts it; Inductor calls with keywords.
+    def replacement(device_type: str, aot_mode: bool = False, compile_only: bool = False) -> object:
+        return stock(device_type, aot_mode, compile_only)
+
+    cpp_builder.get_cpp_torch_device_options = replacement
+    adopting = cpp_builder.get_cpp_torch_device_options
+    try:
+        adopted = median_of_blocks(
+            {
+                "direct": lambda: replacement(
+                    device_type="cpu", aot_mode=False, compile_only=False
+                ),
+                "adopted": lambda: adopting(device_type="cpu", aot_mode=False, compile_only=False),
+            },
+            settings,
+        )
+    finally:
+        cpp_builder.get_cpp_torch_device_options = hooked
+    adopted_ratio = adopted["adopted"] / adopted["direct"]
+
     options = (["BENCH_DEVICE"], ["/opt/bench/include"], [], [], ["/opt/bench/lib"], ["bench"], [])
     ido.register_cpp_device_options("benchdev", lambda d, a, c: options)
     try:
@@ -177,6 +198,16 @@ def bench_lookup(settings: Settings) -> list[Result]:
             ratio <= 1.05,
             f"stock {timings['stock'] * 1e6:.1f} µs, through the hook "
             f"{timings['hook'] * 1e6:.1f} µs per call ({installation.mode} mode)",
+        ),
+        Result(
+            "adopted_lookup",
+            'get_cpp_torch_device_options("cpu") with a replacement adopted: hook / replacement',
+            adopted_ratio,
+            "ratio",
+            "<= 1.10",
+            adopted_ratio <= 1.10,
+            f"the replacement called directly {adopted['direct'] * 1e6:.1f} µs, through the "
+            f"hook's chain {adopted['adopted'] * 1e6:.1f} µs per call",
         ),
         Result(
             "registered_lookup",

@@ -201,10 +201,17 @@ class Chain:
         return None
 
     def _state(self, adopted: Adopted | None, below: _State | None) -> _State:
+        reserved = _registry.RESERVED_DEVICE_TYPES
+        base = self.base
+
         def get_cpp_torch_device_options(*args: Any, **kwargs: Any) -> Any:
             frames = _local.frames
             if frames and frames[-1][0] == _frame_device(args, kwargs):
                 frames[-1][1] = True
+            if adopted is None:
+                device_type = args[0] if args else kwargs.get("device_type")
+                if type(device_type) is str and device_type in reserved:
+                    return base(*args, **kwargs)  # torch's devices, nothing adopted: fast
             return self._evaluate(state, args, kwargs)
 
         get_cpp_torch_device_options.__doc__ = self.base.__doc__
