@@ -32,6 +32,7 @@ def test_benchmark_smoke_run_prints_the_table_and_writes_json(tmp_path: Path) ->
         "import",
         "import_inductor",
         "cpu_lookup",
+        "adopted_lookup",
         "registered_lookup",
         "ascend_cold",
         "ascend_cached",

@@ -165,7 +165,7 @@ print(json.dumps({
     "name": m.__name__,
     "package": m.__package__,
     "file": m.__file__,
-    "code_file": m.get_cpp_torch_device_options.__code__.co_filename,
+    "code_file": m.register_cpp_device_options.__code__.co_filename,
     "torch_path": getattr(m, "_TORCH_PATH", None),
 }))
 """
