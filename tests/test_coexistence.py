@@ -485,7 +485,9 @@ def test_torch_npu_headers_build_with_the_options_the_package_gives_npu(
     assert all(path.is_file() for path in build_npu_probes(tmp_path / "adopted"))
 
     def torch_own(device_type: str, aot_mode: bool, compile_only: bool) -> object:
-        return ido._hook._installation.previous(device_type, aot_mode, compile_only)  # type: ignore[union-attr]
+        # torch's function, for a device nothing registers: what every out-of-tree device gets.
+        stock = ido._hook._installation.previous  # type: ignore[union-attr]
+        return stock(ido._hook._DEFAULTS_PROBE_DEVICE, aot_mode, compile_only)
 
     with (
         ido.registered_cpp_device_options("npu", torch_own),

@@ -118,10 +118,14 @@ def _native_functions(
         return device_type in getattr(module, _NATIVE_REGISTRY, {})
 
     def serve(device_type: str, args: Args, kwargs: Kwargs, default: Thunk) -> Any:
-        if not registered_natively(device_type):
+        callback = getattr(module, _NATIVE_REGISTRY, {}).get(device_type)
+        if callback is None:
             return None
-        with pending_default(device_type, *flags(args, kwargs), default):
-            return base(*args, **kwargs)
+        # What torch's function does for a registered device, asked directly: a function
+        # assigned before the hook may stand where torch's was.
+        aot_mode, compile_only = flags(args, kwargs)
+        with pending_default(device_type, aot_mode, compile_only, default):
+            return callback(device_type, aot_mode, compile_only)
 
     def base_default(args: Args, kwargs: Kwargs) -> Any:
         # Asking torch's function for a device it has no registration for gives the
