@@ -66,6 +66,19 @@ def test_torchrun_job_every_rank_compiles_with_the_sampledev_options(
         assert RUNTIME_LIBRARY in options.libraries
         flags = rendered_flags(added_options(options, torch_defaults))
 
+        # The rank's own compile ran the compiler with them, even when the module it runs
+        # was built by the other rank: Inductor preprocesses its precompiled header in
+        # every process that compiles. In subprocess mode that process is a child.
+        compile_flags = [flag for flag in flags if flag[0] == "-D" or flag[0].startswith("-I")]
+        ran = [
+            c
+            for c in job.commands
+            if c.rank == report.rank and all(c.has(flag) for flag in compile_flags)
+        ]
+        assert ran, f"rank {report.rank} ran no compiler command with {compile_flags}"
+        in_child = [c for c in ran if c.pid not in rank_pids]
+        assert bool(in_child) == (compile_mode == "subprocess"), [(c.pid, c.stage) for c in ran]
+
         # Every module the rank runs from the shared cache was built in this job, with
         # every flag of the rank's own options, the SDK fingerprint included: no module
         # built for another SDK, or before the job, was picked up.

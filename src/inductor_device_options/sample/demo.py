@@ -211,7 +211,7 @@ def _run_steps_in(
 
     if ranks:
         with demo.step(f"A distributed job: torchrun --standalone --nproc_per_node={ranks}"):
-            _check_distributed_job(demo, setup(cache_dir), ranks, inductor_cache)
+            _check_distributed_job(demo, device, ranks, inductor_cache)
 
 
 def _make_model() -> torch.nn.Module:
@@ -408,6 +408,12 @@ def _check_distributed_job(
         added = added_options(report.device_options, defaults)
         flags = rendered_flags(added)
         demo.say(f"options its Inductor got, beyond torch's: {' '.join(map(shlex.join, flags))}")
+        ran = [c for c in job.commands if c.rank == report.rank and any(map(c.has, flags))]
+        in_child = sum(1 for c in ran if c.pid not in rank_pids)
+        demo.say(
+            f"compiler runs with {DEVICE_NAME} flags: {len(ran)}"
+            + (f", {in_child} of them in its compile subprocesses" if in_child else "")
+        )
         demo.check(
             f"{name}: its Inductor gets the {DEVICE_NAME} options (from torch's backend autoload)",
             DEVICE_MACRO in report.device_options.definitions,
