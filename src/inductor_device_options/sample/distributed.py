@@ -127,7 +127,11 @@ def run_job(
 
 
 def _run_process_group(command: list[str], env: dict[str, str], timeout: float) -> tuple[int, str]:
-    """Run ``command`` in a session of its own, so that a timeout kills its ranks too."""
+    """Run torchrun; after ``timeout`` seconds, stop it and its ranks.
+
+    torchrun starts each rank in a session of its own and stops them when it gets SIGTERM;
+    SIGKILL is for a torchrun that does not stop.
+    """
     process = subprocess.Popen(
         command,
         env=env,
@@ -139,9 +143,13 @@ def _run_process_group(command: list[str], env: dict[str, str], timeout: float) 
     try:
         output, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        return -signal.SIGKILL, f"{output}\n[killed after {timeout:.0f} s]"
+        process.terminate()
+        try:
+            output, _ = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            output, _ = process.communicate()
+        return process.returncode or -signal.SIGTERM, f"{output}\n[stopped after {timeout:.0f} s]"
     return process.returncode, output
 
 
