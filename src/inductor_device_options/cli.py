@@ -6,7 +6,7 @@ Usage (also ``python -m inductor_device_options``)::
     inductor-device-options show DEVICE [--aot] [--compile-only]
                                         [--provider MODULE:CALLABLE] [--json]
     inductor-device-options doctor DEVICE [--aot] [--provider MODULE:CALLABLE] [--json]
-    inductor-device-options demo [--cache-dir DIR]
+    inductor-device-options demo [--cache-dir DIR] [--ranks N]
 
 ``list``
     torch's version, the hook's state in ``torch._inductor.cpp_builder`` and every device
@@ -171,6 +171,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--cache-dir", type=Path, help="where the sample backend is built (default: a cache)"
+    )
+    demo.add_argument(
+        "--ranks",
+        type=_ranks_arg,
+        default=0,
+        metavar="N",
+        help="then run the sample's distributed job on N ranks (torchrun, gloo)",
     )
     demo.set_defaults(command=_demo)
     return parser
@@ -357,7 +364,13 @@ def _spinner(message: str) -> Callable[[], None]:
 def _demo(args: argparse.Namespace) -> int:
     from .sample.demo import run_demo
 
-    return run_demo(sys.stdout, cache_dir=args.cache_dir)
+    return run_demo(sys.stdout, cache_dir=args.cache_dir, ranks=args.ranks)
+
+
+def _ranks_arg(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of ranks >= 1, got {text!r}")
+    return int(text)
 
 
 # --- shared ---------------------------------------------------------------------------------

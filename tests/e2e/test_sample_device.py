@@ -160,11 +160,15 @@ def test_without_the_sample_options_the_build_fails_on_the_device_headers(
     assert f'#error "{DEVICE_MACRO} is not defined' in without_macro
 
 
-@pytest.mark.parametrize("compile_mode", ["normal", "subprocess"])
-def test_demo_command_passes_every_check(sample_build: SampleDevice, compile_mode: str) -> None:
+# The distributed step once: tests/e2e/test_distributed.py runs the job in both modes.
+@pytest.mark.parametrize(("compile_mode", "ranks"), [("normal", 2), ("subprocess", 0)])
+def test_demo_command_passes_every_check(
+    sample_build: SampleDevice, compile_mode: str, ranks: int
+) -> None:
     """In subprocess mode Inductor compiles in a child process, which sets the sample device
     up (and registers its C++ options) through torch's backend autoload entry point."""
     command = ["-m", "inductor_device_options", "demo", "--cache-dir", str(sample_build.cache_dir)]
+    command += ["--ranks", str(ranks)] if ranks else []
     env = dict(os.environ, TORCHINDUCTOR_FX_COMPILE_MODE=compile_mode)
     finished = subprocess.run(
         [sys.executable, *command],
@@ -178,7 +182,7 @@ def test_demo_command_passes_every_check(sample_build: SampleDevice, compile_mod
     assert "FAIL" not in output
     checks = [line for line in output.splitlines() if line.strip().startswith("ok ")]
     assert f"All {len(checks)} checks passed." in output
-    assert len(checks) >= 15
+    assert len(checks) >= 16 + (2 + 3 * ranks if ranks else 0)
     assert f"Inductor compile mode: {compile_mode}" in output
     module_links = [
         line
@@ -188,3 +192,5 @@ def test_demo_command_passes_every_check(sample_build: SampleDevice, compile_mod
     assert len(module_links) == 2  # the cpp_wrapper module and the AOTI package
     in_child = [line for line in module_links if "(in compile subprocess" in line]
     assert len(in_child) == (2 if compile_mode == "subprocess" else 0)
+    for rank in range(ranks):
+        assert f"ok    rank {rank}: every module it runs was built in this job" in output

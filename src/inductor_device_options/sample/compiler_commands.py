@@ -35,6 +35,7 @@ class CompilerCommand:
     argv: tuple[str, ...]
     cwd: str | None
     pid: int  # the process that ran it: this one, or one of Inductor's compile subprocesses
+    rank: int | None = None  # $RANK of that process: a rank of a distributed job, or its child
 
     @property
     def stage(self) -> str:
@@ -178,7 +179,7 @@ def _logged_commands(log: Path, start: int, compiler: str) -> list[CompilerComma
         lines.seek(start)
         records = [json.loads(line) for line in lines.read().splitlines() if line.strip()]
     return [
-        CompilerCommand(tuple(record["argv"]), record["cwd"], record["pid"])
+        CompilerCommand(tuple(record["argv"]), record["cwd"], record["pid"], record.get("rank"))
         for record in records
         if os.path.basename(record["argv"][0]) == compiler
     ]
@@ -189,6 +190,8 @@ def log_commands_for_parent() -> None:
     path = os.environ.get(COMMAND_LOG_ENV)
     if not path or _log_path is not None:  # the log's own process records in memory
         return
+    # Set by torchrun in each rank and inherited by the rank's compile subprocesses.
+    rank = int(os.environ["RANK"]) if os.environ.get("RANK", "").isdigit() else None
 
     def append(event: str, arguments: tuple[Any, ...]) -> None:
         if event != "subprocess.Popen":
@@ -199,7 +202,7 @@ def log_commands_for_parent() -> None:
         words = [os.fsdecode(word) for word in argv]
         cwd = None if arguments[2] is None else os.fsdecode(arguments[2])
         if words:
-            record = json.dumps({"argv": words, "cwd": cwd, "pid": os.getpid()})
+            record = json.dumps({"argv": words, "cwd": cwd, "pid": os.getpid(), "rank": rank})
             with open(path, "a") as log:  # one short append: atomic between processes
                 log.write(record + "\n")
 

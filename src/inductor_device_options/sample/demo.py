@@ -4,12 +4,15 @@ Builds the "sampledev" backend, shows the C++ options Inductor gets for it,
 compiles a small model with ``cpp_wrapper`` and with AOTInductor, shows the
 compiler commands Inductor ran with the device's flags marked, checks the
 results against eager CPU and the built modules against the options, and
-finally shows that the same compile fails without the device's options.
+shows that the same compile fails without the device's options. With
+``ranks``, it then runs the sample's distributed job with torchrun and shows
+what each rank saw.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -31,6 +34,7 @@ from . import (
     DEVICE_MACRO,
     DEVICE_NAME,
     RUNTIME_LIBRARY_FILE,
+    SampleDevice,
     runtime_registered_modules,
     setup,
 )
@@ -54,8 +58,9 @@ STEP_COUNT = 5
 class _Demo:
     """Prints steps and checks as they happen, and counts the checks."""
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO, step_count: int = STEP_COUNT) -> None:
         self.out = out
+        self.step_count = step_count
         self.step_number = 0
         self.passed = 0
         self.failed: list[str] = []
@@ -68,7 +73,7 @@ class _Demo:
     @contextmanager
     def step(self, title: str) -> Iterator[None]:
         self.step_number += 1
-        self.say(f"\n[{self.step_number}/{STEP_COUNT}] {title}", indent=0)
+        self.say(f"\n[{self.step_number}/{self.step_count}] {title}", indent=0)
         started = time.perf_counter()
         try:
             yield
@@ -85,18 +90,21 @@ class _Demo:
         return passed
 
 
-def run_demo(out: TextIO = sys.stdout, cache_dir: str | os.PathLike[str] | None = None) -> int:
+def run_demo(
+    out: TextIO = sys.stdout, cache_dir: str | os.PathLike[str] | None = None, ranks: int = 0
+) -> int:
     """Run the demo, printing to ``out``; 0 when every check passed, 1 otherwise.
 
     ``cache_dir`` is where the sample backend is built (default: the sample's
     cache under ``$XDG_CACHE_HOME``). Inductor compiles in a fresh directory: a
     temporary one, removed at the end, unless ``TORCHINDUCTOR_CACHE_DIR`` is set,
-    in which case a new directory inside it is used and kept.
+    in which case a new directory inside it is used and kept. ``ranks`` > 0 adds a
+    step: the distributed job on that many ranks, sharing that directory.
     """
-    demo = _Demo(out)
+    demo = _Demo(out, STEP_COUNT + (1 if ranks else 0))
     demo.say(f'inductor-device-options demo: the sample PrivateUse1 device "{DEVICE_NAME}"', 0)
     try:
-        _run_steps(demo, cache_dir)
+        _run_steps(demo, cache_dir, ranks)
     except Exception as error:  # report, do not hide, what stopped the demo
         demo.say(traceback.format_exc())
         demo.check("the demo ran to the end", False, f"{type(error).__name__}: {error}")
@@ -110,11 +118,13 @@ def run_demo(out: TextIO = sys.stdout, cache_dir: str | os.PathLike[str] | None 
     return 0
 
 
-def _run_steps(demo: _Demo, cache_dir: str | os.PathLike[str] | None) -> None:
+def _run_steps(demo: _Demo, cache_dir: str | os.PathLike[str] | None, ranks: int) -> None:
     # Read first: torch sets the variable to its default once it looks the directory up.
     user_inductor_cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     with _inductor_cache_base(user_inductor_cache) as inductor_cache_base:
-        _run_steps_in(demo, cache_dir, inductor_cache_base, kept=user_inductor_cache is not None)
+        _run_steps_in(
+            demo, cache_dir, inductor_cache_base, kept=user_inductor_cache is not None, ranks=ranks
+        )
 
 
 @contextmanager
@@ -133,7 +143,11 @@ def _inductor_cache_base(user_directory: str | None) -> Iterator[str]:
 
 
 def _run_steps_in(
-    demo: _Demo, cache_dir: str | os.PathLike[str] | None, inductor_cache_base: str, kept: bool
+    demo: _Demo,
+    cache_dir: str | os.PathLike[str] | None,
+    inductor_cache_base: str,
+    kept: bool,
+    ranks: int,
 ) -> None:
     with demo.step("Build and register the sample backend"):
         device = setup(cache_dir)
@@ -157,6 +171,9 @@ def _run_steps_in(
     inputs = (torch.randn(8, 16), torch.randn(8, 16))
     expected = model(*inputs)
     device_inputs = tuple(tensor.to(DEVICE_NAME) for tensor in inputs)
+    linear_model = _make_linear_model()
+    linear_expected = linear_model(*inputs)
+    linear_model.to(DEVICE_NAME)
 
     # A new directory, so that Inductor compiles (and we see the commands) instead of
     # reusing what an earlier run built.
@@ -166,14 +183,15 @@ def _run_steps_in(
         demo.say(f"\nInductor cache: {inductor_cache} ({where})", 0)
         compiler = get_cpp_compiler()
 
-        with demo.step('torch.compile(model, options={"cpp_wrapper": True})'):
+        with demo.step('torch.compile(model, options={"cpp_wrapper": True}), with an nn.Linear'):
             torch._dynamo.reset()
             with record_compiler_commands(compiler) as commands:
                 modules_before = runtime_registered_modules()
-                compiled = torch.compile(model, options={"cpp_wrapper": True})
+                compiled = torch.compile(linear_model, options={"cpp_wrapper": True})
                 result = compiled(*device_inputs)
             _check_build(demo, commands, marks, modules_before)
-            _check_result(demo, result, expected)
+            _check_shim_call(demo, commands, "addmm_out")
+            _check_result(demo, result, linear_expected)
 
         with demo.step("AOTInductor: aoti_compile_and_package, then aoti_load_package"):
             with record_compiler_commands(compiler) as commands:
@@ -191,6 +209,10 @@ def _run_steps_in(
     with demo.step(f"Control: the cpp_wrapper compile with torch's own options for {DEVICE_NAME}"):
         _check_fails_without_options(demo, model, device_inputs, inductor_cache_base)
 
+    if ranks:
+        with demo.step(f"A distributed job: torchrun --standalone --nproc_per_node={ranks}"):
+            _check_distributed_job(demo, device, ranks, inductor_cache)
+
 
 def _make_model() -> torch.nn.Module:
     import torch
@@ -202,6 +224,22 @@ def _make_model() -> torch.nn.Module:
             return hidden.sum(dim=-1, keepdim=True) * hidden.relu()
 
     return PointwiseAndReduction()
+
+
+def _make_linear_model() -> torch.nn.Module:
+    import torch
+
+    class LinearLayer(torch.nn.Module):
+        # A matrix product is an extern kernel: the module calls the sampledev C shim.
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = torch.nn.Linear(16, 8)
+
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            return torch.relu(self.linear(torch.sin(x) * y + 1.0))
+
+    torch.manual_seed(0)
+    return LinearLayer().requires_grad_(False)
 
 
 def _show_options(demo: _Demo) -> CppDeviceOptions:
@@ -264,6 +302,27 @@ def _check_build(
     )
 
 
+def _check_shim_call(demo: _Demo, commands: list[CompilerCommand], operator: str) -> None:
+    """Check that the module's C++ source calls the sampledev shim of ``operator``."""
+    shim = f"aoti_torch_{DEVICE_NAME}_{operator}"
+    module_command = last_shared_library(commands)
+    sources = (
+        [
+            Path(module_command.cwd or ".", word)  # an absolute word stays itself
+            for word in module_command.argv
+            if word.endswith(".cpp")
+        ]
+        if module_command is not None
+        else []
+    )
+    calls = any(f"{shim}(" in source.read_text() for source in sources if source.is_file())
+    demo.check(
+        f"the module calls the {DEVICE_NAME} C shim {shim} (sampledev/c_shim.h)",
+        calls,
+        ", ".join(source.name for source in sources) or "no C++ source in the command",
+    )
+
+
 def _check_result(demo: _Demo, result: torch.Tensor, expected: torch.Tensor) -> None:
     import torch
 
@@ -313,6 +372,88 @@ def _check_fails_without_options(
         f"{DEVICE_NAME}.h: No such file or directory" in message,
         first_error or "it did not fail",
     )
+
+
+def _check_distributed_job(
+    demo: _Demo, device: SampleDevice, ranks: int, inductor_cache: Path
+) -> None:
+    """Run the sample's torchrun job and show, rank by rank, what it saw."""
+    from .distributed import built_by, run_job
+
+    demo.say(
+        "each rank runs sample/distributed_job.py, which imports only torch: the device and its\n"
+        "options come from torch's backend autoload; the ranks share the Inductor cache above"
+    )
+    job = run_job(device, ranks, inductor_cache)
+    demo.say(f"$ {shlex.join(job.command)}")
+    demo.say(f"exit code {job.returncode} after {job.seconds:.1f} s")
+    if not demo.check("torchrun ran the job to the end", job.returncode == 0):
+        demo.say("\n".join(job.output.splitlines()[-30:]), indent=6)
+    demo.check(
+        f"every rank reported ({ranks})",
+        [report.rank for report in job.reports] == list(range(ranks)),
+        f"ranks {', '.join(str(report.rank) for report in job.reports) or 'none'}",
+    )
+    rank_pids = {report.pid for report in job.reports}
+    defaults = default_cpp_device_options(DEVICE_NAME)
+    for report in job.reports:
+        name = f"rank {report.rank}"
+        demo.say(
+            f"\n{name} (pid {report.pid}, compile mode {report.compile_mode or '?'}), "
+            f"compiled in {report.compile_seconds:.1f} s",
+            indent=2,
+        )
+        if report.error is not None:
+            demo.say(report.error)
+        added = added_options(report.device_options, defaults)
+        flags = rendered_flags(added)
+        demo.say(f"options its Inductor got, beyond torch's: {' '.join(map(shlex.join, flags))}")
+        ran = [c for c in job.commands if c.rank == report.rank and any(map(c.has, flags))]
+        in_child = sum(1 for c in ran if c.pid not in rank_pids)
+        demo.say(
+            f"compiler runs with {DEVICE_NAME} flags: {len(ran)}"
+            + (f", {in_child} of them in its compile subprocesses" if in_child else "")
+        )
+        demo.check(
+            f"{name}: its Inductor gets the {DEVICE_NAME} options (from torch's backend autoload)",
+            DEVICE_MACRO in report.device_options.definitions,
+        )
+        demo.check(
+            f"{name}: result on {DEVICE_NAME} equals eager CPU, the all-reduce adds up",
+            report.result_device.startswith(DEVICE_NAME)
+            and report.max_difference <= 1e-5
+            and report.all_reduce_max_difference <= 1e-5,
+            f"{report.result_device or 'no result'}; max |difference| {report.max_difference:.2e},"
+            f" after all-reduce {report.all_reduce_max_difference:.2e}",
+        )
+        problems: list[str] = []
+        for module in report.loaded_modules:
+            command = built_by(module, job.commands)
+            if command is None:
+                problems.append(f"{module.name} was not built in this job")
+                demo.say(f"runs {module.name}: not built in this job")
+                continue
+            builder = (
+                f"rank {command.rank}"
+                if command.pid in rank_pids
+                else (f"a compile subprocess of rank {command.rank}")
+            )
+            needed = read_dynamic_section(module).needed
+            missing = [" ".join(flag) for flag in flags if not command.has(flag)]
+            demo.say(
+                f"runs {_shorten(module.name, 40)}: built by {builder} (pid {command.pid}), "
+                f"{'with every' if not missing else 'WITHOUT some'} {DEVICE_NAME} flag; "
+                f"NEEDED {', '.join(n for n in needed if DEVICE_NAME in n) or '-'}"
+            )
+            problems += [f"{module.name} built without {flag}" for flag in missing]
+            if RUNTIME_LIBRARY_FILE not in needed:
+                problems.append(f"{module.name} does not link {RUNTIME_LIBRARY_FILE}")
+        demo.check(
+            f"{name}: every module it runs was built in this job with its {DEVICE_NAME} options"
+            f" and links {RUNTIME_LIBRARY_FILE}",
+            bool(report.loaded_modules) and not problems,
+            "; ".join(problems) if report.loaded_modules else "it runs no compiled module",
+        )
 
 
 def _shorten(text: str, width: int) -> str:

@@ -1,8 +1,8 @@
 // The "sampledev" PrivateUse1 backend: a device whose memory is host memory, so
 // that Inductor's C++ kernels (generated for CPU) run on its tensors unchanged.
 // It gives PyTorch what a real out-of-tree device gives it: an allocator, a
-// device guard, hooks, the factory/view/copy ops, a CPU fallback for every
-// other op, and an AOTInductor model runner for `aoti_load_package`.
+// device guard, hooks, the factory/view/copy ops, convolution, a CPU fallback
+// for every other op, and an AOTInductor model runner for `aoti_load_package`.
 
 #include <ATen/ATen.h>
 #include <ATen/EmptyTensor.h>
@@ -318,6 +318,32 @@ at::Tensor& set_source_storage_offset(
   return at::native::set_storage_cpu_(self, std::move(source), storage_offset, size, stride);
 }
 
+// ATen sends a convolution on a device without a convolution backend of its own to
+// convolution_overrideable, whose default kernel raises (the CPU fallback below never
+// sees it): run it on the host. The result is contiguous, as Inductor's fake kernel
+// expects of this backend.
+at::Tensor convolution_overrideable(
+    const at::Tensor& input,
+    const at::Tensor& weight,
+    const std::optional<at::Tensor>& bias,
+    c10::IntArrayRef stride,
+    c10::IntArrayRef padding,
+    c10::IntArrayRef dilation,
+    bool transposed,
+    c10::IntArrayRef output_padding,
+    int64_t groups) {
+  std::optional<at::Tensor> host_bias;
+  if (bias.has_value() && bias->defined()) {
+    host_bias = as_host_tensor(*bias);
+  }
+  const at::Tensor on_host = at::convolution(
+      as_host_tensor(input), as_host_tensor(weight), host_bias, stride, padding, dilation,
+      transposed, output_padding, groups);
+  at::Tensor result = at::empty(on_host.sizes(), input.options());
+  as_host_tensor(result).copy_(on_host);
+  return result;
+}
+
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   at::native::cpu_fallback(op, stack);
 }
@@ -335,6 +361,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Tensor", set_source_tensor);
   m.impl("set_.source_Storage", set_source_storage);
   m.impl("set_.source_Storage_storage_offset", set_source_storage_offset);
+  m.impl("convolution_overrideable", convolution_overrideable);
 }
 
 // Everything else runs on CPU: the data already lives in host memory.

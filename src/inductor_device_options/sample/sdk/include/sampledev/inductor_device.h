@@ -9,6 +9,7 @@
 #error "SAMPLEDEV_DEVICE is not defined: the sampledev C++ device options did not reach the compiler (register them with inductor_device_options.register_cpp_device_options(\"sampledev\", ...))"
 #endif
 
+#include <sampledev/c_shim.h>
 #include <sampledev/runtime.h>
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>
 
