@@ -21,12 +21,13 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import (
     CppDeviceOptions,
     default_cpp_device_options,
     get_cpp_device_options,
+    hook_state,
     registered_cpp_device_options,
 )
 from . import (
@@ -52,7 +53,8 @@ if TYPE_CHECKING:
     import torch
 
 MARK_LEFT, MARK_RIGHT = "[[", "]]"
-STEP_COUNT = 5
+STEP_COUNT = 6
+WRAPPER_MACRO = "DEMO_CHAINING_WRAPPER"
 
 
 class _Demo:
@@ -208,6 +210,9 @@ def _run_steps_in(
 
     with demo.step(f"Control: the cpp_wrapper compile with torch's own options for {DEVICE_NAME}"):
         _check_fails_without_options(demo, model, device_inputs, inductor_cache_base)
+
+    with demo.step("Other backends assign Inductor's function after the sample registered"):
+        _check_other_patchers(demo, model, device_inputs, expected, marks, inductor_cache_base)
 
     if ranks:
         with demo.step(f"A distributed job: torchrun --standalone --nproc_per_node={ranks}"):
@@ -372,6 +377,85 @@ def _check_fails_without_options(
         f"{DEVICE_NAME}.h: No such file or directory" in message,
         first_error or "it did not fail",
     )
+
+
+def _check_other_patchers(
+    demo: _Demo,
+    model: torch.nn.Module,
+    inputs: tuple[torch.Tensor, ...],
+    expected: torch.Tensor,
+    marks: list[Flags],
+    inductor_cache_base: str,
+) -> None:
+    """A wholesale replacement (torch_npu 2.14's kind) and a chaining wrapper (openreg's
+    kind), assigned after the registration: the sample still builds with its options."""
+    import inspect
+
+    import torch
+    import torch._inductor.cpp_builder as cpp_builder
+    from torch._inductor import compile_fx
+    from torch._inductor.cpp_builder import get_cpp_compiler
+    from torch._inductor.utils import fresh_cache
+
+    saved = cpp_builder.get_cpp_torch_device_options
+    torch_function = inspect.unwrap(saved)
+
+    def legacy_replacement(
+        device_type: str, aot_mode: bool = False, compile_only: bool = False
+    ) -> Any:
+        # A backend's own copy of torch's function, assigned for every device.
+        return torch_function(device_type, aot_mode, compile_only)
+
+    cpp_builder.get_cpp_torch_device_options = legacy_replacement
+    captured = cpp_builder.get_cpp_torch_device_options
+
+    def chaining_wrapper(
+        device_type: str, aot_mode: bool = False, compile_only: bool = False, **kwargs: object
+    ) -> Any:
+        options = captured(device_type, aot_mode, compile_only, **kwargs)
+        if device_type == DEVICE_NAME:
+            options[0].append(WRAPPER_MACRO)
+        return options
+
+    cpp_builder.get_cpp_torch_device_options = chaining_wrapper
+    demo.say(
+        "cpp_builder.get_cpp_torch_device_options = legacy_replacement  # never calls through\n"
+        "cpp_builder.get_cpp_torch_device_options = chaining_wrapper    # adds -D "
+        f"{WRAPPER_MACRO}"
+    )
+    # In this process, where the two were assigned (a compile subprocess would not have them).
+    compile_mode = compile_fx.fx_compile_mode
+    compile_fx.fx_compile_mode = compile_fx.FxCompileMode.NORMAL
+    try:
+        torch._dynamo.reset()
+        with (
+            fresh_cache(dir=inductor_cache_base, delete=False),
+            record_compiler_commands(get_cpp_compiler()) as commands,
+        ):
+            result = torch.compile(model, options={"cpp_wrapper": True})(*inputs)
+        state = hook_state()
+    finally:
+        cpp_builder.get_cpp_torch_device_options = saved
+        compile_fx.fx_compile_mode = compile_mode
+        torch._dynamo.reset()
+    demo.say(state.describe())
+    module = last_shared_library(commands)
+    missing = [" ".join(f) for f in marks if module is None or not module.has(f)]
+    demo.check(
+        f"every flag from the {DEVICE_NAME} options still in the command that built the module",
+        not missing,
+        f"missing {', '.join(missing)}" if missing else "",
+    )
+    demo.check(
+        f"the wrapper's -D {WRAPPER_MACRO} reached the compiler too",
+        module is not None and module.has(("-D", WRAPPER_MACRO)),
+    )
+    demo.check(
+        "both adopted by the hook: a replacement, then a wrapper of the hook",
+        [function.behaviour for function in state.adopted] == ["replacement", "wraps the hook"]
+        and state.registrations_apply,
+    )
+    _check_result(demo, result, expected)
 
 
 def _check_distributed_job(
