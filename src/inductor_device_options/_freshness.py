@@ -35,12 +35,18 @@ def fresh_options(options: CppDeviceOptions) -> CppDeviceOptions:
     include_dirs = [os.path.realpath(path) for path in options.include_dirs]
     libraries_dirs = [os.path.realpath(path) for path in options.libraries_dirs]
     fingerprint = sdk_fingerprint(include_dirs, libraries_dirs, options.libraries)
-    definitions = [d for d in options.definitions if not d.startswith(FINGERPRINT_DEFINITION)]
+    definitions = [d for d in options.definitions if not _is_fingerprint(d)]
     if fingerprint is not None:
         definitions.append(f"{FINGERPRINT_DEFINITION}={fingerprint}")
     return options._replace(
         definitions=definitions, include_dirs=include_dirs, libraries_dirs=libraries_dirs
     )
+
+
+def _is_fingerprint(definition: str) -> bool:
+    """``NAME`` or ``NAME=...`` with NAME exactly ours (a provider's older one is replaced);
+    a macro that merely starts like it is the provider's own."""
+    return definition.lstrip(" ").partition("=")[0] == FINGERPRINT_DEFINITION
 
 
 def sdk_fingerprint(
