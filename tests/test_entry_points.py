@@ -147,3 +147,35 @@ print(ido.hook_state().mode)
 """
     )
     assert out.splitlines() == ["True", "[]", "native" if NATIVE else "hook"]
+
+
+def test_an_entry_point_that_names_no_device_is_ignored_and_reported(site: Path) -> None:
+    third_party = site / "thirdparty-0.1.dist-info"
+    third_party.mkdir()
+    (third_party / "METADATA").write_text("Metadata-Version: 2.1\nName: thirdparty\nVersion: 0.1\n")
+    (third_party / "entry_points.txt").write_text(
+        f"[{ENTRY_POINT_GROUP}]\nmy-dev = thirdparty:options\nnpu:0 = thirdparty:options\n"
+    )
+    out = check_python(
+        """
+import inductor_device_options as ido
+from inductor_device_options import _registry
+from torch._inductor.cpp_builder import CppTorchDeviceOptions
+print(sorted(source.device_type for source in ido.known_device_options_sources()))
+for declaration in _registry.invalid_declarations():
+    print(declaration.describe())
+print("EPDEV_DEVICE" in CppTorchDeviceOptions(device_type="epdev").get_definitions())
+""",
+        env={"PYTHONPATH": pythonpath_with(site)},
+    )
+    lines = out.splitlines()
+    assert "my-dev" not in lines[0] and "'epdev'" in lines[0]
+    assert lines[1:] == [
+        "entry point my-dev = thirdparty:options in group 'inductor_device_options' "
+        "(distribution thirdparty 0.1): 'my-dev' is not a device name (a name such as 'npu', "
+        "without an index); the entry point is ignored",
+        "entry point npu:0 = thirdparty:options in group 'inductor_device_options' "
+        "(distribution thirdparty 0.1): 'npu:0' is not a device name (a name such as 'npu', "
+        "without an index); the entry point is ignored",
+        "True",
+    ]
