@@ -53,6 +53,8 @@ missing_include_dir = _adding(
     "missing_include_dir", "include_dirs", os.path.join(SDK, "no_such_include")
 )
 bad_flags = _adding("bad_flags", "cflags", "-O2")
+response_file = _adding("response_file", "definitions", "@" + os.path.join(SDK, "rsp"))
+spaced_real_path = _adding("spaced_real_path", "libraries_dirs", os.path.join(SDK, "lib-link"))
 
 def raising(device_type, aot_mode, compile_only):
     raise RuntimeError("the clidev SDK is not set up\\nFix: run clidev-setup")
@@ -67,6 +69,8 @@ ENTRY_POINTS = {
     "noincdev": "cli_provider:missing_include_dir",
     "raisingdev": "cli_provider:raising",
     "exitdev": "cli_provider:exiting",
+    "rspdev": "cli_provider:response_file",
+    "spacedev": "cli_provider:spaced_real_path",
 }
 # Another distribution's entry points that name no device this package serves.
 INVALID_ENTRY_POINTS = {"my-dev": "thirdparty:options", "cpu": "thirdparty:options"}
@@ -110,6 +114,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (sdk / "include").mkdir(parents=True)
     (sdk / "lib").mkdir()
     (sdk / "include" / "clidev.h").write_text('extern "C" int clidev_version(void);\n')
+    (sdk / "lib dir").mkdir()
+    (sdk / "lib-link").symlink_to("lib dir")
     (site / "rt.c").write_text("int clidev_version(void) { return 1; }\n")
     subprocess.run(
         ["gcc", "-shared", "-fPIC", site / "rt.c", "-o", sdk / "lib/libclidev_runtime.so"],
@@ -317,6 +323,8 @@ def doctors(site: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[di
             "exit_json": {"args": ["doctor", "exitdev", "--json"]},
             "exit_text": {"args": ["doctor", "exitdev"]},
             "exit_show": {"args": ["show", "exitdev", "--json"]},
+            "response_file": {"args": ["doctor", "rspdev", "--json"]},
+            "spaced_real_path": {"args": ["doctor", "spacedev", "--json"]},
         },
     )
     runs["good"].stderr += f"\nleft in TMPDIR: {sorted(os.listdir(tmpdir))}"
@@ -411,6 +419,26 @@ def test_a_provider_raising_system_exit_0_is_a_failed_check_not_a_success(
     show = json_of(doctors["exit_show"], "show", 1)
     assert show["error"]["type"] == "SystemExit"
     assert show["options"] is None
+
+
+def test_flags_are_well_formed_only_if_g_plus_plus_gets_them_as_meant(
+    doctors: dict[str, Run], site: Path
+) -> None:
+    """A response file, and a library dir whose real path has a space: neither is what the
+    provider wrote reaching g++ as one argument. No probe is built with them."""
+    rsp = checks_of(json_of(doctors["response_file"], "doctor", 1))
+    assert [check["status"] for check in rsp.values()][1:] == ["pass", "fail"] + ["skip"] * 3
+    [problem] = rsp["flags"]["problems"]
+    assert problem["cause"].startswith(f"definitions[1] = '@{site}/clidev_sdk/rsp' is not a macro")
+    spaced = checks_of(json_of(doctors["spaced_real_path"], "doctor", 1))
+    assert spaced["flags"]["status"] == "fail"
+    assert spaced["probe_build"]["status"] == "skip"
+    [problem] = spaced["flags"]["problems"]
+    link, real = site / "clidev_sdk/lib-link", site / "clidev_sdk/lib dir"
+    assert (
+        f"libraries_dirs[2] = {str(link)!r} (real path {str(real)!r}) reaches g++ as"
+        in (problem["cause"])
+    )
 
 
 def test_show_and_doctor_note_ignored_declarations_on_stderr(doctors: dict[str, Run]) -> None:

@@ -33,8 +33,8 @@ from ._hook import (
     hook_state,
     known_device_options_sources,
 )
-from ._options import FIELDS, CppDeviceOptions, ValueProblem, value_problem, value_problems
-from ._rendering import rendering_problem, rendering_problems
+from ._options import FIELDS, CppDeviceOptions, ValueProblem, value_problems
+from ._rendering import final_value_problem, rendering_problems
 
 if TYPE_CHECKING:
     from torch._inductor.cpp_builder import CppBuilder
@@ -354,7 +354,7 @@ def _raw_problems(context: _Context, raw: Sequence[object]) -> tuple[list[Proble
             count += 1
             if isinstance(value, str):
                 value = str.__str__(value)
-                problem = value_problem(name, value) or rendering_problem(name, value)
+                problem = final_value_problem(name, value)
             else:
                 problem = f"is a {type(value).__name__}, not a str"
             if problem is not None:

@@ -22,7 +22,13 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ._options import FIELDS, MULTI_WORD_FIELDS, CppDeviceOptions, ValueProblem
+from ._options import (
+    FIELDS,
+    MULTI_WORD_FIELDS,
+    CppDeviceOptions,
+    ValueProblem,
+    value_problem,
+)
 
 CPP_BUILDER = "torch._inductor.cpp_builder"
 _VALUE = "{value}"
@@ -143,6 +149,12 @@ def rendering_problems(options: CppDeviceOptions) -> list[ValueProblem]:
         if (problem := _value_problem(learned, field, value)) is not None
     ]
     return problems or [_whole_line_problem(options)]
+
+
+def final_value_problem(field: str, value: str) -> str | None:
+    """Why ``value`` in ``field`` would not reach g++ as meant: a rule of ``_options``, or
+    the running ``CppBuilder``'s rendering. None when it would."""
+    return value_problem(field, value) or rendering_problem(field, value)
 
 
 def rendering_problem(field: str, value: str) -> str | None:
