@@ -31,6 +31,7 @@ from . import (
     DEVICE_MACRO,
     DEVICE_NAME,
     RUNTIME_LIBRARY_FILE,
+    default_cache_dir,
     runtime_registered_modules,
     setup,
 )
@@ -136,6 +137,10 @@ def _run_steps_in(
     demo: _Demo, cache_dir: str | os.PathLike[str] | None, inductor_cache_base: str, kept: bool
 ) -> None:
     with demo.step("Build and register the sample backend"):
+        cache_dir, problem = buildable_cache_dir(cache_dir)
+        if problem is not None:
+            demo.check("the cache dir can be passed to g++", False, problem)
+            return
         device = setup(cache_dir)
         demo.say(f"backend and runtime built under {device.cache_dir}")
         demo.say(f"runtime library: {device.runtime_library}")
@@ -190,6 +195,27 @@ def _run_steps_in(
 
     with demo.step(f"Control: the cpp_wrapper compile with torch's own options for {DEVICE_NAME}"):
         _check_fails_without_options(demo, model, device_inputs, inductor_cache_base)
+
+
+def buildable_cache_dir(cache_dir: str | os.PathLike[str] | None) -> tuple[Path, str | None]:
+    """Where to build, and why that cannot work, found before a minute of building: the
+    runtime's library dir reaches g++ as the running torch renders it (-L unquoted), so a
+    space in it fails the first compile. The default location falls back to a temporary one.
+    """
+    from .._rendering import final_value_problem
+
+    wanted = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    fallback = Path(tempfile.gettempdir()) / f"inductor-device-options-{os.getuid()}" / DEVICE_NAME
+    problem = None
+    for candidate in [wanted] if cache_dir is not None else [wanted, fallback]:
+        library_dir = os.path.realpath(candidate / "sdk" / "lib")
+        problem = final_value_problem("libraries_dirs", library_dir)
+        if problem is None:
+            return candidate, None
+    return wanted, (
+        f"{wanted} cannot hold the sample's runtime: its library dir {problem}; "
+        "choose another with --cache-dir DIR"
+    )
 
 
 def _make_model() -> torch.nn.Module:
