@@ -113,10 +113,9 @@ def _finished(raw: object, device_type: str, provider: str) -> CppDeviceOptions:
     """Validated, with custom_op_libs, made fresh: what Inductor gets."""
     custom_op_libs = _custom_op_libs()
     key = _cache_key(raw, device_type, custom_op_libs)
-    if key is not None:
-        cached = _finished_options.get(key)
-        if cached is not None:
-            return cached
+    cached = _finished_options.get(key) if key is not None else None
+    if cached is not None:
+        return cached
     options = finish(raw, device_type=device_type, provider=provider, custom_op_libs=custom_op_libs)
     if key is not None:
         with _lock:
@@ -129,19 +128,19 @@ def _finished(raw: object, device_type: str, provider: str) -> CppDeviceOptions:
 def _cache_key(
     raw: object, device_type: str, custom_op_libs: tuple[object, ...]
 ) -> tuple[object, ...] | None:
-    """Only lists and tuples of plain str: what validation then saw is what is cached."""
+    """Only for plain lists and tuples, read once here: a hit gives the options finished
+    from values equal to these, which are plain snapshots, validated."""
     if not isinstance(raw, _SEQUENCE_TYPES) or len(raw) != 7:
         return None
-    lists: list[tuple[object, ...]] = []
     for values in raw:
         if type(values) not in _SEQUENCE_TYPES:
             return None
-        values = tuple(values)
-        for value in values:
-            if type(value) is not str:
-                return None
-        lists.append(values)
-    return (builder_class(), device_type, *lists, custom_op_libs)
+    key = (builder_class(), device_type, *map(tuple, raw), custom_op_libs)
+    try:
+        hash(key)
+    except TypeError:  # unhashable values: the snapshot says what is wrong
+        return None
+    return key
 
 
 def finish(
