@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import torch
-from support import NATIVE, pythonpath_with
+from support import NATIVE, pythonpath_with, write_distribution
 
 import inductor_device_options as ido
 from inductor_device_options import cli
@@ -95,21 +95,9 @@ Run = subprocess.CompletedProcess[str]
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A site dir with the distribution `clidist` and the SDK its providers point at."""
     site = tmp_path_factory.mktemp("cli") / "site"
-    dist_info = site / "clidist-2.0.dist-info"
-    dist_info.mkdir(parents=True)
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: clidist\nVersion: 2.0\n")
-    (dist_info / "entry_points.txt").write_text(
-        f"[{ido.ENTRY_POINT_GROUP}]\n"
-        + "".join(f"{name} = {value}\n" for name, value in ENTRY_POINTS.items())
-    )
+    write_distribution(site, "clidist", "2.0", ENTRY_POINTS)
     (site / "cli_provider.py").write_text(PROVIDER)
-    third_party = site / "thirdparty-0.1.dist-info"
-    third_party.mkdir()
-    (third_party / "METADATA").write_text("Metadata-Version: 2.1\nName: thirdparty\nVersion: 0.1\n")
-    (third_party / "entry_points.txt").write_text(
-        f"[{ido.ENTRY_POINT_GROUP}]\n"
-        + "".join(f"{name} = {value}\n" for name, value in INVALID_ENTRY_POINTS.items())
-    )
+    write_distribution(site, "thirdparty", "0.1", INVALID_ENTRY_POINTS)
     sdk = site / "clidev_sdk"
     (sdk / "include").mkdir(parents=True)
     (sdk / "lib").mkdir()
@@ -497,67 +485,48 @@ def test_an_unknown_device_exits_3_and_says_how_to_declare_one(unknown: dict[str
     assert_source(document["source"], "nosuchdev", "torch")
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["show", "not a device"], "argument DEVICE: device_type 'not a device' is not"),
-        (["doctor", "dev", "--provider", "no_colon"], "'no_colon' is not of the form"),
-        (
-            ["doctor", "dev", "--provider", "no_such_module_here:f"],
-            "cannot load 'no_such_module_here:f': ModuleNotFoundError",
-        ),
-        (["show", "dev", "--provider", "os:sep"], "'os:sep' is a str, not a callable"),
-        (["doctor", "cpu", "--provider", "os:getcwd"], "cannot register C++ device options"),
-        (["frobnicate"], "invalid choice: 'frobnicate'"),
-    ],
-)
+USAGE_ERRORS = [
+    # (arguments, the command, words of the message)
+    (["show", "not a device"], "show", "argument DEVICE: device_type 'not a device' is not"),
+    (["doctor", "dev", "--provider", "no_colon"], "doctor", "'no_colon' is not of the form"),
+    (
+        ["doctor", "dev", "--provider", "no_such_module_here:f"],
+        "doctor",
+        "cannot load 'no_such_module_here:f': ModuleNotFoundError",
+    ),
+    (["show", "dev", "--provider", "os:sep"], "show", "'os:sep' is a str, not a callable"),
+    (["doctor", "cpu", "--provider", "os:getcwd"], "doctor", "cannot register C++ device options"),
+    (["frobnicate"], None, "invalid choice: 'frobnicate'"),
+]
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+@pytest.mark.parametrize(("args", "command", "message"), USAGE_ERRORS)
 def test_usage_errors_exit_2(
-    args: list[str],
-    message: str,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-    clean_registry: None,
-) -> None:
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    with pytest.raises(SystemExit) as exited:
-        cli.main(args)
-    assert exited.value.code == cli.EXIT_USAGE
-    assert message in capsys.readouterr().err
-
-
-@pytest.mark.parametrize(
-    ("args", "command", "message"),
-    [
-        (["show", "not a device", "--json"], "show", "argument DEVICE: device_type"),
-        (
-            ["doctor", "dev", "--provider", "no_such_module_here:f", "--json"],
-            "doctor",
-            "cannot load 'no_such_module_here:f'",
-        ),
-        (["doctor", "cpu", "--provider", "os:getcwd", "--json"], "doctor", "cannot register"),
-        (["list", "--json", "--frobnicate"], None, "unrecognized arguments: --frobnicate"),
-    ],
-)
-def test_usage_errors_with_json_print_a_json_error_too(
     args: list[str],
     command: str | None,
     message: str,
+    as_json: bool,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     clean_registry: None,
 ) -> None:
+    """With --json, a JSON error document on stdout too."""
     monkeypatch.setattr(sys, "path", list(sys.path))
     with pytest.raises(SystemExit) as exited:
-        cli.main(args)
+        cli.main([*args, "--json"] if as_json else args)
     assert exited.value.code == cli.EXIT_USAGE
     captured = capsys.readouterr()
+    assert message in captured.err
+    if not as_json:
+        assert captured.out == ""
+        return
     document = json.loads(captured.out)
     assert set(document) == COMMON_KEYS | {"command", "exit_code", "error"}
     assert document["schema"] == "inductor-device-options/error/v1"
     assert (document["command"], document["exit_code"]) == (command, cli.EXIT_USAGE)
     assert document["error"]["type"] == "UsageError"
     assert message in document["error"]["message"]
-    assert message in captured.err  # the usual usage message too
 
 
 def test_a_reader_that_goes_away_ends_the_command_quietly(site: Path) -> None:

@@ -10,9 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import NATIVE, check_python, pythonpath_with
-
-from inductor_device_options import ENTRY_POINT_GROUP
+from support import NATIVE, check_python, pythonpath_with, write_distribution
 
 PROVIDER = """\
 import os
@@ -49,14 +47,15 @@ print("epdev_provider" in sys.modules)
 def site(tmp_path: Path) -> Path:
     """A site dir holding the test distribution `epdist`: one good, two broken providers."""
     site = tmp_path / "site"
-    dist_info = site / "epdist-1.2.dist-info"
-    dist_info.mkdir(parents=True)
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: epdist\nVersion: 1.2\n")
-    (dist_info / "entry_points.txt").write_text(
-        f"[{ENTRY_POINT_GROUP}]\n"
-        "epdev = epdev_provider:options\n"
-        "brokendev = epdev_broken:options\n"
-        "raisingdev = epdev_provider:missing_name\n"
+    write_distribution(
+        site,
+        "epdist",
+        "1.2",
+        {
+            "epdev": "epdev_provider:options",
+            "brokendev": "epdev_broken:options",
+            "raisingdev": "epdev_provider:missing_name",
+        },
     )
     (site / "epdev_provider.py").write_text(PROVIDER)
     (site / "epdev_broken.py").write_text("raise ImportError('libascend_hal.so: cannot open')\n")
@@ -150,11 +149,8 @@ print(ido.hook_state().mode)
 
 
 def test_an_entry_point_that_names_no_device_is_ignored_and_reported(site: Path) -> None:
-    third_party = site / "thirdparty-0.1.dist-info"
-    third_party.mkdir()
-    (third_party / "METADATA").write_text("Metadata-Version: 2.1\nName: thirdparty\nVersion: 0.1\n")
-    (third_party / "entry_points.txt").write_text(
-        f"[{ENTRY_POINT_GROUP}]\nmy-dev = thirdparty:options\nnpu:0 = thirdparty:options\n"
+    write_distribution(
+        site, "thirdparty", "0.1", {"my-dev": "thirdparty:options", "npu:0": "thirdparty:options"}
     )
     out = check_python(
         """

@@ -7,7 +7,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from support import check_python, pythonpath_with
+from support import check_python, pythonpath_with, write_distribution
 
 import inductor_device_options as ido
 from inductor_device_options import _registry
@@ -200,12 +200,7 @@ def test_loading_an_entry_point_never_deadlocks_with_a_module_registering_at_imp
     tmp_path: Path,
 ) -> None:
     site = tmp_path / "site"
-    dist_info = site / "lockdist-1.0.dist-info"
-    dist_info.mkdir(parents=True)
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: lockdist\nVersion: 1.0\n")
-    (dist_info / "entry_points.txt").write_text(
-        f"[{ido.ENTRY_POINT_GROUP}]\nlockdev = lock_provider:options\n"
-    )
+    write_distribution(site, "lockdist", "1.0", {"lockdev": "lock_provider:options"})
     (site / "lock_provider.py").write_text(REGISTERS_AT_IMPORT)
     out = check_python(
         LOOKUP_WHILE_ANOTHER_THREAD_IMPORTS,
