@@ -238,3 +238,16 @@ def test_fuzz_refused_or_one_argument_per_value(field: str) -> None:
         assert arguments == one_argument_each(field, final_value), (field, value)
         assert not any(argument.startswith("@") for argument in arguments), (field, value)
     assert accepted > 20  # the generator does produce values that pass
+
+
+def test_where_the_rendering_is_not_recognised_only_plain_words_pass() -> None:
+    from inductor_device_options._rendering import _plain_word_problems
+
+    options = CppDeviceOptions(
+        [" USE_X", "A=b c"], ["/my sdk"], ["Wall"], [], ["/opt/lib"], ["it's"], ["-a 'b c'"]
+    )
+    assert [(p.field, p.index) for p in _plain_word_problems(options)] == [
+        ("definitions", 1),
+        ("include_dirs", 0),
+        ("libraries", 0),
+    ]

@@ -121,7 +121,7 @@ def rendering() -> Rendering | None:
     if builder not in _learned:
         try:
             _learned[builder] = _learn(builder)
-        except _NotRecognised:
+        except Exception:  # a CppBuilder unlike any known: the safest rules instead
             _learned[builder] = None
     return _learned[builder]
 
