@@ -113,9 +113,11 @@ def _finished(raw: object, device_type: str, provider: str) -> CppDeviceOptions:
     """Validated, with custom_op_libs, made fresh: what Inductor gets."""
     custom_op_libs = _custom_op_libs()
     key = _cache_key(raw, device_type, custom_op_libs)
-    cached = _finished_options.get(key) if key is not None else None
-    if cached is not None:
-        return cached
+    if key is not None:
+        cached = _finished_options.get(key)
+        if cached is not None:
+            return cached
+        raw = key[2:9]  # the values just read: what is cached is what is validated
     options = finish(raw, device_type=device_type, provider=provider, custom_op_libs=custom_op_libs)
     if key is not None:
         with _lock:
@@ -128,8 +130,8 @@ def _finished(raw: object, device_type: str, provider: str) -> CppDeviceOptions:
 def _cache_key(
     raw: object, device_type: str, custom_op_libs: tuple[object, ...]
 ) -> tuple[object, ...] | None:
-    """Only for plain lists and tuples, read once here: a hit gives the options finished
-    from values equal to these, which are plain snapshots, validated."""
+    """(CppBuilder, device, the 7 lists as tuples, custom_op_libs), for plain lists and
+    tuples only; a hit gives the options finished from values equal to these."""
     if not isinstance(raw, _SEQUENCE_TYPES) or len(raw) != 7:
         return None
     for values in raw:
