@@ -246,7 +246,7 @@ def test_where_the_rendering_is_not_recognised_only_plain_words_pass() -> None:
     options = CppDeviceOptions(
         [" USE_X", "A=b c"], ["/my sdk"], ["Wall"], [], ["/opt/lib"], ["it's"], ["-a 'b c'"]
     )
-    assert [(p.field, p.index) for p in _plain_word_problems(options)] == [
+    assert [(p.field, p.position) for p in _plain_word_problems(options)] == [
         ("definitions", 1),
         ("include_dirs", 0),
         ("libraries", 0),

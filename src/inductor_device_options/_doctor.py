@@ -369,7 +369,7 @@ def _raw_problems(context: _Context, raw: Sequence[object]) -> tuple[list[Proble
 
 def _value_problem(context: _Context, problem: ValueProblem) -> Problem:
     return Problem(
-        f"{problem.field}[{problem.index}] = {problem.value!r} {problem.problem}",
+        f"{problem.field}[{problem.position}] = {problem.value!r} {problem.problem}",
         context.fix_provider,
     )
 

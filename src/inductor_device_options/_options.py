@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from ._errors import InvalidCppDeviceOptionsError
@@ -77,12 +76,11 @@ _DASH_ADDED_BY_INDUCTOR = {"cflags": "-", "ldflags": "-", "libraries": "-l"}
 _DIRECTORY_FIELDS = ("include_dirs", "libraries_dirs")
 
 
-@dataclass(frozen=True)
-class ValueProblem:
-    """Why ``value``, at ``field[index]``, cannot reach the compiler as meant."""
+class ValueProblem(NamedTuple):
+    """Why ``value``, at ``field[position]``, cannot reach the compiler as meant."""
 
     field: str
-    index: int
+    position: int
     value: str
     problem: str
 
@@ -157,7 +155,7 @@ def invalid_options_error(
     where a value came from) and ``value`` the value the error carries."""
     return InvalidCppDeviceOptionsError(
         f"C++ options for device {device_type!r} from {provider}: "
-        f"{problem.field}[{problem.index}] = {shown or repr(problem.value)} {problem.problem}",
+        f"{problem.field}[{problem.position}] = {shown or repr(problem.value)} {problem.problem}",
         device_type=device_type,
         provider=provider,
         field=problem.field,

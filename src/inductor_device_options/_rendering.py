@@ -29,8 +29,8 @@ from ._options import (
     ValueProblem,
     value_problem,
 )
+from ._resolve import CPP_BUILDER
 
-CPP_BUILDER = "torch._inductor.cpp_builder"
 _VALUE = "{value}"
 _PROBE = "inductor_device_options_probe"
 # Values that need quoting: a field renders them as one word only if torch quotes it.

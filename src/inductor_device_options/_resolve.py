@@ -9,6 +9,7 @@ where the hook asks for it). What a provider returns is validated (``_options``)
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Sequence
 
@@ -22,7 +23,8 @@ from ._options import (
     snapshot,
     value_problems,
 )
-from ._rendering import builder_class, rendering_problems
+
+CPP_BUILDER = "torch._inductor.cpp_builder"
 
 _lock = threading.Lock()
 # The devices whose options this thread is computing: a provider that asks for its own
@@ -137,7 +139,9 @@ def _cache_key(
     for values in raw:
         if type(values) not in _SEQUENCE_TYPES:
             return None
-    key = (builder_class(), device_type, *map(tuple, raw), custom_op_libs)
+    # Checked against that CppBuilder (a reloaded cpp_builder may render otherwise).
+    builder = getattr(sys.modules.get(CPP_BUILDER), "CppBuilder", None)
+    key = (builder, device_type, *map(tuple, raw), custom_op_libs)
     try:
         hash(key)
     except TypeError:  # unhashable values: the snapshot says what is wrong
@@ -172,6 +176,8 @@ def finish(
             libraries.append(str.__str__(library))
     options = provided._replace(libraries=libraries)
     _raise_first(value_problems(options), options, options, device_type, provider, custom_op_libs)
+    from ._rendering import rendering_problems  # learns from torch: only when there is news
+
     final = fresh_options(options)
     problems = value_problems(final) or rendering_problems(final)
     _raise_first(problems, options, final, device_type, provider, custom_op_libs)
@@ -205,8 +211,8 @@ def where_from(
     path is shown with the dir it resolves, a custom op library says so."""
     value = problem.value
     if problem.field in ("include_dirs", "libraries_dirs"):
-        original = getattr(provided, problem.field)[problem.index]
-        if original != getattr(final, problem.field)[problem.index]:
+        original = getattr(provided, problem.field)[problem.position]
+        if original != getattr(final, problem.field)[problem.position]:
             return f"{original!r} (real path {value!r})", original
     if problem.field == "libraries" and value in custom_op_libs:
         return f"{value!r} (from {_CUSTOM_OP_LIBS})", value
