@@ -6,9 +6,12 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+
+from inductor_device_options import ENTRY_POINT_GROUP
 
 # Set by upstream/verify.py when the suite runs against torch patched with the
 # upstream registry: the package must then delegate to it instead of hooking.
@@ -46,3 +49,19 @@ def check_python(code: str, **kwargs: object) -> str:
     finished = run_python(code, **kwargs)  # type: ignore[arg-type]
     assert finished.returncode == 0, f"stdout:\n{finished.stdout}\nstderr:\n{finished.stderr}"
     return finished.stdout
+
+
+def write_distribution(
+    site: Path, name: str, version: str, entry_points: Mapping[str, str]
+) -> None:
+    """A distribution's dist-info in ``site`` declaring ``entry_points`` (name = value) in
+    the ``inductor_device_options`` group, found by importlib.metadata as an installed one."""
+    dist_info = site / f"{name}-{version}.dist-info"
+    dist_info.mkdir(parents=True)
+    (dist_info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    )
+    (dist_info / "entry_points.txt").write_text(
+        f"[{ENTRY_POINT_GROUP}]\n"
+        + "".join(f"{key} = {value}\n" for key, value in entry_points.items())
+    )

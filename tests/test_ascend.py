@@ -741,3 +741,54 @@ def test_cpp_builder_compiles_links_and_loads(
     acl_version = 1 if layout.acl_lib == "libascendcl.so" else 2
     assert probe.npu_probe(4) == acl_version * 1000 + layout.rt_layout * 100 + 3 * 10 + 4
     del keep
+
+
+# --- CANN where g++ cannot be given its paths, and links that lead nowhere -------------------
+
+
+@pytest.mark.parametrize("directory", ["my ascend", "it's", "new\nline"])
+def test_cann_under_a_path_g_plus_plus_cannot_take_says_so_and_what_to_do(
+    directory: str, base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    layout = classic_toolkit(base / directory)
+    torch_npu = make_torch_npu(base)
+    use(monkeypatch, layout, torch_npu)
+    ascend.register()
+    from torch._inductor.cpp_builder import CppTorchDeviceOptions
+
+    with pytest.raises(ascend.CannPathError) as info:
+        CppTorchDeviceOptions(device_type="npu")
+    message = str(info.value)
+    assert message.startswith(
+        f"The Ascend CANN toolkit is installed at {str(layout.home)!r} (found through "
+        f"ASCEND_HOME_PATH: {layout.env['ASCEND_HOME_PATH']!r}), a path Inductor cannot pass "
+        "to the compiler for the 'npu' device: "
+    )
+    assert "\nFix: install (or move) it to a path without whitespace, quotes" in message
+    assert isinstance(info.value, ascend.AscendOptionsError)
+    assert info.value.device_type == "npu"
+
+
+def test_a_latest_link_that_loops_says_so_and_how_to_repair_it(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    toolkit = base / "Ascend" / "ascend-toolkit"
+    latest = symlink(toolkit / "latest", "latest")
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(latest))
+    with pytest.raises(ascend.CannNotFoundError) as info:
+        ascend.find_cann()
+    message = str(info.value)
+    assert f"  - ASCEND_HOME_PATH={latest}: is a symlink loop ({latest} -> {latest})" in message
+    assert (
+        f"Fix: re-point {latest} at the installed CANN release (`ln -sfn <release directory> "
+        f"{latest}`), or source CANN's environment script"
+    ) in message
+
+
+def test_a_latest_link_to_a_removed_release_says_so(base: Path) -> None:
+    toolkit = base / "Ascend" / "ascend-toolkit"
+    latest = symlink(toolkit / "latest", "8.0.RC2")  # the default root; 8.0.RC2 uninstalled
+    with pytest.raises(ascend.CannNotFoundError) as info:
+        ascend.find_cann()
+    assert f"  - {latest}: is a broken symlink to 8.0.RC2, which does not exist" in str(info.value)
+    assert f"Fix: re-point {latest} at the installed CANN release" in str(info.value)

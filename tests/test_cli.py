@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import torch
-from support import NATIVE, pythonpath_with
+from support import NATIVE, pythonpath_with, write_distribution
 
 import inductor_device_options as ido
 from inductor_device_options import cli
@@ -53,9 +53,14 @@ missing_include_dir = _adding(
     "missing_include_dir", "include_dirs", os.path.join(SDK, "no_such_include")
 )
 bad_flags = _adding("bad_flags", "cflags", "-O2")
+response_file = _adding("response_file", "definitions", "@" + os.path.join(SDK, "rsp"))
+spaced_real_path = _adding("spaced_real_path", "libraries_dirs", os.path.join(SDK, "lib-link"))
 
 def raising(device_type, aot_mode, compile_only):
     raise RuntimeError("the clidev SDK is not set up\\nFix: run clidev-setup")
+
+def exiting(device_type, aot_mode, compile_only):
+    raise SystemExit(0)  # e.g. a setup script's main() called by mistake
 """
 
 ENTRY_POINTS = {
@@ -63,7 +68,12 @@ ENTRY_POINTS = {
     "nolibdev": "cli_provider:missing_library",
     "noincdev": "cli_provider:missing_include_dir",
     "raisingdev": "cli_provider:raising",
+    "exitdev": "cli_provider:exiting",
+    "rspdev": "cli_provider:response_file",
+    "spacedev": "cli_provider:spaced_real_path",
 }
+# Another distribution's entry points that name no device this package serves.
+INVALID_ENTRY_POINTS = {"my-dev": "thirdparty:options", "cpu": "thirdparty:options"}
 
 CHECK_NAMES = ["hook", "options", "flags", "include_dirs", "libraries", "probe_build"]
 SOURCE_KEYS = {"device_type", "source", "description"}
@@ -71,7 +81,7 @@ SOURCE_KEYS = {"device_type", "source", "description"}
 COMMON_KEYS = {"schema", "version", "torch_version"}
 DEVICE_KEYS = COMMON_KEYS | {"device_type", "aot_mode", "source", "error"}
 KEYS = {
-    "list": COMMON_KEYS | {"hook", "devices"},
+    "list": COMMON_KEYS | {"hook", "devices", "invalid_declarations"},
     "show": DEVICE_KEYS | {"compile_only", "options", "commands"},
     "doctor": DEVICE_KEYS | {"ok", "exit_code", "checks"},
 }
@@ -85,18 +95,15 @@ Run = subprocess.CompletedProcess[str]
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A site dir with the distribution `clidist` and the SDK its providers point at."""
     site = tmp_path_factory.mktemp("cli") / "site"
-    dist_info = site / "clidist-2.0.dist-info"
-    dist_info.mkdir(parents=True)
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: clidist\nVersion: 2.0\n")
-    (dist_info / "entry_points.txt").write_text(
-        f"[{ido.ENTRY_POINT_GROUP}]\n"
-        + "".join(f"{name} = {value}\n" for name, value in ENTRY_POINTS.items())
-    )
+    write_distribution(site, "clidist", "2.0", ENTRY_POINTS)
     (site / "cli_provider.py").write_text(PROVIDER)
+    write_distribution(site, "thirdparty", "0.1", INVALID_ENTRY_POINTS)
     sdk = site / "clidev_sdk"
     (sdk / "include").mkdir(parents=True)
     (sdk / "lib").mkdir()
     (sdk / "include" / "clidev.h").write_text('extern "C" int clidev_version(void);\n')
+    (sdk / "lib dir").mkdir()
+    (sdk / "lib-link").symlink_to("lib dir")
     (site / "rt.c").write_text("int clidev_version(void) { return 1; }\n")
     subprocess.run(
         ["gcc", "-shared", "-fPIC", site / "rt.c", "-o", sdk / "lib/libclidev_runtime.so"],
@@ -200,6 +207,18 @@ def test_list_json_names_torch_the_hook_and_each_device_with_its_source(
         assert "(distribution clidist 2.0)" in by_name[name]["description"]
     assert_source(by_name["npu"], "npu", "entry point")  # this package's Ascend provider
     assert all(device["source"] in SOURCES for device in devices)
+    assert "my-dev" not in by_name
+    assert_source(by_name["cpu"], "cpu", "torch")
+    ignored = {entry["name"]: entry for entry in document["invalid_declarations"]}
+    assert set(ignored) == set(INVALID_ENTRY_POINTS)
+    assert ignored["my-dev"] == {
+        "name": "my-dev",
+        "value": "thirdparty:options",
+        "distribution": "thirdparty 0.1",
+        "reason": "'my-dev' is not a device name (a name such as 'npu', without an index); "
+        "the entry point is ignored",
+    }
+    assert ignored["cpu"]["reason"].startswith("torch computes the options of 'cpu' itself")
 
 
 def test_list_text_is_a_plain_table_on_a_pipe(listing: dict[str, Run]) -> None:
@@ -208,6 +227,10 @@ def test_list_text_is_a_plain_table_on_a_pipe(listing: dict[str, Run]) -> None:
     assert re.search(r"^DEVICE +SOURCE +FROM$", out, re.MULTILINE)
     assert re.search(r"^clidev +entry point +entry point clidev = cli_provider:good", out, re.M)
     assert re.search(r"^cpu +torch +torch\._inductor\.cpp_builder\.", out, re.MULTILINE)
+    assert (
+        "Ignored declarations:\n  entry point my-dev = thirdparty:options in group "
+        "'inductor_device_options' (distribution thirdparty 0.1): 'my-dev' is not a device name"
+    ) in out
 
 
 # --- show -----------------------------------------------------------------------------------
@@ -287,6 +310,11 @@ def doctors(site: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[di
             "noinc": {"args": ["doctor", "noincdev"]},
             "raising": {"args": ["doctor", "raisingdev", "--json"]},
             "bad_flags": {"args": ["doctor", "flagdev", "--provider", "cli_provider:bad_flags"]},
+            "exit_json": {"args": ["doctor", "exitdev", "--json"]},
+            "exit_text": {"args": ["doctor", "exitdev"]},
+            "exit_show": {"args": ["show", "exitdev", "--json"]},
+            "response_file": {"args": ["doctor", "rspdev", "--json"]},
+            "spaced_real_path": {"args": ["doctor", "spacedev", "--json"]},
         },
     )
     runs["good"].stderr += f"\nleft in TMPDIR: {sorted(os.listdir(tmpdir))}"
@@ -368,6 +396,51 @@ def test_doctor_names_a_missing_include_dir_in_plain_text(
     assert lines[-1] == "1 of 6 checks failed."
 
 
+def test_a_provider_raising_system_exit_0_is_a_failed_check_not_a_success(
+    doctors: dict[str, Run],
+) -> None:
+    checks = checks_of(json_of(doctors["exit_json"], "doctor", 1))
+    [problem] = checks["options"]["problems"]
+    assert problem["cause"] == "SystemExit: 0"
+    assert [check["status"] for check in checks.values()] == ["pass", "fail"] + ["skip"] * 4
+    out = text_of(doctors["exit_text"], 1)
+    assert "FAIL  options computed: the provider raised SystemExit" in out
+    assert out.splitlines()[-1] == "1 of 6 checks failed."
+    show = json_of(doctors["exit_show"], "show", 1)
+    assert show["error"]["type"] == "SystemExit"
+    assert show["options"] is None
+
+
+def test_flags_are_well_formed_only_if_g_plus_plus_gets_them_as_meant(
+    doctors: dict[str, Run], site: Path
+) -> None:
+    """A response file, and a library dir whose real path has a space: neither is what the
+    provider wrote reaching g++ as one argument. No probe is built with them."""
+    rsp = checks_of(json_of(doctors["response_file"], "doctor", 1))
+    assert [check["status"] for check in rsp.values()][1:] == ["pass", "fail"] + ["skip"] * 3
+    [problem] = rsp["flags"]["problems"]
+    assert problem["cause"].startswith(f"definitions[1] = '@{site}/clidev_sdk/rsp' is not a macro")
+    spaced = checks_of(json_of(doctors["spaced_real_path"], "doctor", 1))
+    assert spaced["flags"]["status"] == "fail"
+    assert spaced["probe_build"]["status"] == "skip"
+    [problem] = spaced["flags"]["problems"]
+    link, real = site / "clidev_sdk/lib-link", site / "clidev_sdk/lib dir"
+    assert (
+        f"libraries_dirs[2] = {str(link)!r} (real path {str(real)!r}) reaches g++ as"
+        in (problem["cause"])
+    )
+
+
+def test_show_and_doctor_note_ignored_declarations_on_stderr(doctors: dict[str, Run]) -> None:
+    for name in ("exit_text", "exit_show"):
+        assert (
+            "note: ignored entry point my-dev = thirdparty:options in group "
+            "'inductor_device_options' (distribution thirdparty 0.1): 'my-dev' is not a "
+            "device name"
+        ) in doctors[name].stderr
+        assert "Traceback" not in doctors[name].stderr
+
+
 def test_doctor_reports_a_provider_error_with_its_fix(doctors: dict[str, Run]) -> None:
     checks = checks_of(json_of(doctors["raising"], "doctor", 1))
     [problem] = checks["options"]["problems"]
@@ -414,32 +487,84 @@ def test_an_unknown_device_exits_3_and_says_how_to_declare_one(unknown: dict[str
     assert_source(document["source"], "nosuchdev", "torch")
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["show", "not a device"], "argument DEVICE: device_type 'not a device' is not"),
-        (["doctor", "dev", "--provider", "no_colon"], "'no_colon' is not of the form"),
-        (
-            ["doctor", "dev", "--provider", "no_such_module_here:f"],
-            "cannot load 'no_such_module_here:f': ModuleNotFoundError",
-        ),
-        (["show", "dev", "--provider", "os:sep"], "'os:sep' is a str, not a callable"),
-        (["doctor", "cpu", "--provider", "os:getcwd"], "cannot register C++ device options"),
-        (["frobnicate"], "invalid choice: 'frobnicate'"),
-    ],
-)
+USAGE_ERRORS = [
+    # (arguments, the command, words of the message)
+    (["show", "not a device"], "show", "argument DEVICE: device_type 'not a device' is not"),
+    (["doctor", "dev", "--provider", "no_colon"], "doctor", "'no_colon' is not of the form"),
+    (
+        ["doctor", "dev", "--provider", "no_such_module_here:f"],
+        "doctor",
+        "cannot load 'no_such_module_here:f': ModuleNotFoundError",
+    ),
+    (["show", "dev", "--provider", "os:sep"], "show", "'os:sep' is a str, not a callable"),
+    (["doctor", "cpu", "--provider", "os:getcwd"], "doctor", "cannot register C++ device options"),
+    (["frobnicate"], None, "invalid choice: 'frobnicate'"),
+]
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+@pytest.mark.parametrize(("args", "command", "message"), USAGE_ERRORS)
 def test_usage_errors_exit_2(
     args: list[str],
+    command: str | None,
     message: str,
+    as_json: bool,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     clean_registry: None,
 ) -> None:
+    """With --json, a JSON error document on stdout too."""
     monkeypatch.setattr(sys, "path", list(sys.path))
     with pytest.raises(SystemExit) as exited:
-        cli.main(args)
+        cli.main([*args, "--json"] if as_json else args)
     assert exited.value.code == cli.EXIT_USAGE
-    assert message in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert message in captured.err
+    if not as_json:
+        assert captured.out == ""
+        return
+    document = json.loads(captured.out)
+    assert set(document) == COMMON_KEYS | {"command", "exit_code", "error"}
+    assert document["schema"] == "inductor-device-options/error/v1"
+    assert (document["command"], document["exit_code"]) == (command, cli.EXIT_USAGE)
+    assert document["error"]["type"] == "UsageError"
+    assert message in document["error"]["message"]
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(site: Path) -> None:
+    """`list | head -1`, and a reader that closes the pipe before anything is written."""
+    env = {**os.environ, "PYTHONPATH": pythonpath_with(site)}
+    command = [sys.executable, "-m", "inductor_device_options"]
+    process = subprocess.Popen(
+        [*command, "list"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # long before the child has imported torch and printed
+    stderr = process.stderr.read()
+    assert process.wait(timeout=600) == cli.EXIT_FAILED
+    assert stderr == ""
+    head = subprocess.run(
+        ["sh", "-c", '"$@" | head -1', "sh", *command, "list"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert head.stdout.startswith("inductor-device-options ") and head.stdout.count("\n") == 1
+    assert head.stderr == ""
+
+
+def test_a_closed_stdout_runs_the_command_quietly(site: Path) -> None:
+    closed = subprocess.run(
+        ["sh", "-c", '"$@" >&-', "sh", sys.executable, "-m", "inductor_device_options", "list"],
+        env={**os.environ, "PYTHONPATH": pythonpath_with(site)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert (closed.returncode, closed.stderr) == (cli.EXIT_OK, "")
 
 
 class _Terminal(io.StringIO):

@@ -10,9 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import NATIVE, check_python, pythonpath_with
-
-from inductor_device_options import ENTRY_POINT_GROUP
+from support import NATIVE, check_python, pythonpath_with, write_distribution
 
 PROVIDER = """\
 import os
@@ -49,14 +47,15 @@ print("epdev_provider" in sys.modules)
 def site(tmp_path: Path) -> Path:
     """A site dir holding the test distribution `epdist`: one good, two broken providers."""
     site = tmp_path / "site"
-    dist_info = site / "epdist-1.2.dist-info"
-    dist_info.mkdir(parents=True)
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: epdist\nVersion: 1.2\n")
-    (dist_info / "entry_points.txt").write_text(
-        f"[{ENTRY_POINT_GROUP}]\n"
-        "epdev = epdev_provider:options\n"
-        "brokendev = epdev_broken:options\n"
-        "raisingdev = epdev_provider:missing_name\n"
+    write_distribution(
+        site,
+        "epdist",
+        "1.2",
+        {
+            "epdev": "epdev_provider:options",
+            "brokendev": "epdev_broken:options",
+            "raisingdev": "epdev_provider:missing_name",
+        },
     )
     (site / "epdev_provider.py").write_text(PROVIDER)
     (site / "epdev_broken.py").write_text("raise ImportError('libascend_hal.so: cannot open')\n")
@@ -147,3 +146,32 @@ print(ido.hook_state().mode)
 """
     )
     assert out.splitlines() == ["True", "[]", "native" if NATIVE else "hook"]
+
+
+def test_an_entry_point_that_names_no_device_is_ignored_and_reported(site: Path) -> None:
+    write_distribution(
+        site, "thirdparty", "0.1", {"my-dev": "thirdparty:options", "npu:0": "thirdparty:options"}
+    )
+    out = check_python(
+        """
+import inductor_device_options as ido
+from inductor_device_options import _registry
+from torch._inductor.cpp_builder import CppTorchDeviceOptions
+print(sorted(source.device_type for source in ido.known_device_options_sources()))
+for declaration in _registry.invalid_declarations():
+    print(declaration.describe())
+print("EPDEV_DEVICE" in CppTorchDeviceOptions(device_type="epdev").get_definitions())
+""",
+        env={"PYTHONPATH": pythonpath_with(site)},
+    )
+    lines = out.splitlines()
+    assert "my-dev" not in lines[0] and "'epdev'" in lines[0]
+    assert lines[1:] == [
+        "entry point my-dev = thirdparty:options in group 'inductor_device_options' "
+        "(distribution thirdparty 0.1): 'my-dev' is not a device name (a name such as 'npu', "
+        "without an index); the entry point is ignored",
+        "entry point npu:0 = thirdparty:options in group 'inductor_device_options' "
+        "(distribution thirdparty 0.1): 'npu:0' is not a device name (a name such as 'npu', "
+        "without an index); the entry point is ignored",
+        "True",
+    ]

@@ -6,6 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from support import check_python
 
 from inductor_device_options import _freshness
@@ -171,3 +172,115 @@ def test_inductor_rebuilds_when_the_sdk_changes_and_only_then(tmp_path: Path) ->
     after_upgrade = compile_in_new_process()
     assert after_upgrade[0] == 7 * 1000 + 200
     assert after_upgrade[1] not in (first[1], after_edit[1])
+
+
+# --- the walk never crashes and never runs away --------------------------------------------
+
+
+def fingerprint_of(include_dir: Path) -> str | None:
+    _freshness._fingerprints.clear()
+    return _freshness.sdk_fingerprint([str(include_dir)], [], [])
+
+
+def test_symlink_loops_are_recorded_not_fatal(tmp_path: Path) -> None:
+    include = tmp_path / "include"
+    (include / "mydev").mkdir(parents=True)
+    (include / "mydev" / "runtime.h").write_text("#pragma once\n")
+    before = fingerprint_of(include)
+    (include / "loop").symlink_to("loop")
+    (include / "ping").symlink_to("pong")
+    (include / "pong").symlink_to("ping")
+    (include / "mydev" / "up").symlink_to("..")  # a dir link back into the tree
+    with_loops = fingerprint_of(include)
+    assert with_loops is not None and with_loops != before
+    assert fingerprint_of(include) == with_loops
+    options = fresh_options(options_for(tmp_path)._replace(libraries_dirs=[], libraries=[]))
+    assert options.definitions[-1] == f"{FINGERPRINT_DEFINITION}={with_loops}"
+
+
+def test_a_dir_link_out_of_the_sdk_is_recorded_by_its_target_not_walked(tmp_path: Path) -> None:
+    include = tmp_path / "sdk" / "include"
+    include.mkdir(parents=True)
+    (include / "a.h").write_text("#pragma once\n")
+    elsewhere = [tmp_path / "elsewhere-1", tmp_path / "elsewhere-2"]
+    for directory in elsewhere:
+        directory.mkdir()
+        (directory / "big.h").write_text("#pragma once\n")
+    (include / "external").symlink_to(elsewhere[0])
+    first = fingerprint_of(include)
+    (elsewhere[0] / "big.h").write_text("#pragma once\n// changed outside the SDK\n")
+    assert fingerprint_of(include) == first  # not walked
+    (include / "external").unlink()
+    (include / "external").symlink_to(elsewhere[1])
+    assert fingerprint_of(include) != first  # but its target is part of the digest
+
+
+def test_a_link_to_the_root_of_the_file_system_is_not_walked(tmp_path: Path) -> None:
+    include = tmp_path / "include"
+    include.mkdir()
+    (include / "a.h").write_text("#pragma once\n")
+    (include / "system").symlink_to("/")
+    out = check_python(  # in a process of its own: a walk of "/" would take minutes
+        "from inductor_device_options import _freshness\n"
+        f"print(_freshness.sdk_fingerprint([{str(include)!r}], [], []))\n",
+        timeout=120,
+    )
+    assert len(out.strip()) == 16
+
+
+def test_the_walk_stops_after_max_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    include = tmp_path / "include"
+    include.mkdir()
+    for index in range(120):
+        (include / f"h{index}.h").write_text("")
+    complete = fingerprint_of(include)
+    monkeypatch.setattr(_freshness, "MAX_ENTRIES", 50)
+    bounded = fingerprint_of(include)
+    assert bounded is not None and bounded != complete
+    assert fingerprint_of(include) == bounded
+
+
+# Drops the capabilities that let root read any file, so that permissions apply (as for
+# every other user): a target under a dir that cannot be searched cannot be stat()ed.
+DROP_ROOT_CAPABILITIES = """
+import ctypes, os
+if os.geteuid() == 0:
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+    libc = ctypes.CDLL(None, use_errno=True)
+    header, data = Header(0x20080522, 0), (Data * 2)()
+    assert libc.capget(ctypes.byref(header), data) == 0
+    data[0].effective = data[1].effective = 0
+    assert libc.capset(ctypes.byref(header), data) == 0, ctypes.get_errno()
+"""
+
+
+def test_an_unsearchable_link_target_is_recorded_not_fatal(tmp_path: Path) -> None:
+    include = tmp_path / "include"
+    include.mkdir()
+    (include / "a.h").write_text("#pragma once\n")
+    locked = tmp_path / "locked"
+    (locked / "dir").mkdir(parents=True)
+    (locked / "header.h").write_text("")
+    (include / "to-file").symlink_to(locked / "header.h")
+    (include / "to-dir").symlink_to(locked / "dir")
+    locked.chmod(0)
+    try:
+        out = check_python(
+            DROP_ROOT_CAPABILITIES
+            + "from inductor_device_options import _freshness\n"
+            + f"print(_freshness.sdk_fingerprint([{str(include)!r}], [], []))\n"
+            + "try:\n"
+            + f"    os.stat({str(locked / 'header.h')!r})\n"
+            + "    print('readable')\n"
+            + "except PermissionError:\n"
+            + "    print('denied')\n"
+        )
+    finally:
+        locked.chmod(0o755)
+    fingerprint, access = out.split()
+    assert len(fingerprint) == 16
+    assert access == "denied"  # the permissions did apply

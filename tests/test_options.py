@@ -1,13 +1,17 @@
-"""CppDeviceOptions validation: every rule, table-driven. Pure Python, no torch."""
+"""CppDeviceOptions validation: every rule, table-driven; what depends on how torch renders
+a field, against the running CppBuilder."""
 
 from __future__ import annotations
 
+import random
 import shlex
+from collections import Counter
 
 import pytest
 
 from inductor_device_options import CppDeviceOptions, InvalidCppDeviceOptionsError
 from inductor_device_options._options import FIELDS, validate_cpp_device_options, value_problem
+from inductor_device_options._resolve import finish
 
 
 def _with(field: str, value: object) -> tuple[list[object], ...]:
@@ -44,21 +48,21 @@ def test_accepted_values(field: str, value: str) -> None:
     assert getattr(options, field) == [value]
 
 
+# (field, value, words of the reason): rules that hold whatever torch's rendering.
 REJECTED = [
-    # (field, value, words of the reason)
-    ("definitions", "FOO=a b", "whitespace"),
-    ("definitions", 'FOO="x"', "quote"),
     ("definitions", "-DUSE_NPU", "Inductor adds '-D'"),
-    ("definitions", "USE\tNPU", "whitespace"),
+    ("definitions", "USE\tNPU", "is not a macro"),
+    ("definitions", "-fplugin=x", "is not a macro"),
+    ("definitions", "1X", "is not a macro"),
+    ("definitions", "@/tmp/response", "is not a macro"),
+    ("definitions", "   @/tmp/response", "is not a macro"),
     ("definitions", "", "is empty"),
     ("cflags", "-O2", "write 'O2'"),
-    ("cflags", "O2 -g", "whitespace"),
     ("ldflags", "-Wl,--as-needed", "write 'Wl,--as-needed'"),
-    ("ldflags", "Wl,-rpath,/my dir", "whitespace"),
-    ("libraries_dirs", "/opt/my sdk/lib", "whitespace"),
-    ("libraries_dirs", "C:\\sdk", "backslash"),
+    ("libraries_dirs", "C:\\sdk", "is relative"),
+    ("libraries_dirs", "lib64", "is relative"),
+    ("include_dirs", "./include", "is relative"),
     ("libraries", "-lascendcl", "write 'ascendcl'"),
-    ("libraries", "lib ascendcl", "whitespace"),
     ("libraries", "libascendcl.so", "write 'ascendcl'"),
     ("libraries", "libfoo.so.1", "':libfoo.so.1'"),
     ("libraries", "  ", "is empty"),
@@ -67,6 +71,7 @@ REJECTED = [
     ("include_dirs", "/opt/sdk\x00", "newline or NUL"),
     ("passthrough_args", "-DX=1\n-DY=2", "newline or NUL"),
     ("passthrough_args", "-DX='unbalanced", "cannot be split"),
+    ("passthrough_args", "-O2 @/tmp/response", "response file"),
     ("libraries", "m\r", "newline or NUL"),
 ]
 
@@ -92,24 +97,68 @@ def test_rejected_values_name_device_provider_field_and_value(
     )
 
 
-@pytest.mark.parametrize(("field", "value"), [(f, v) for f, v in ACCEPTED if f != "include_dirs"])
-def test_accepted_unquoted_values_survive_the_command_line_split(field: str, value: str) -> None:
-    """What the validator accepts is what g++ receives after CppBuilder's shlex.split."""
-    rendered = {
-        "definitions": f"-D {value}",
-        "cflags": f"-{value}",
-        "ldflags": f"-{value}",
-        "libraries_dirs": f"-L{value}",
-        "libraries": f"-l{value}",
-        "passthrough_args": value,
-    }[field]
-    words = shlex.split(rendered)
+# What depends on how the running torch renders a field (torch 2.13 here: only include
+# dirs are quoted; test_injection.py runs torch's CppBuilder as 2.6 renders include dirs).
+NOT_ONE_WORD = [
+    ("definitions", "FOO=a b", "reaches g++ as ['-D', 'FOO=a', 'b'] instead of ['-D', 'FOO=a b']"),
+    ("definitions", 'FOO="x"', """reaches g++ as ['-D', 'FOO=x'] instead of ['-D', 'FOO="x"']"""),
+    ("cflags", "O2 -g", "reaches g++ as ['-O2', '-g'] instead of ['-O2 -g']"),
+    ("ldflags", "Wl,-rpath,/my dir", "renders ldflags as -{value} (not quoted)"),
+    ("libraries_dirs", "/opt/my sdk/lib", "renders libraries_dirs as -L{value} (not quoted)"),
+    ("libraries_dirs", "/opt/sdk\\lib", "instead of ['-L/opt/sdk\\\\lib']"),
+    ("libraries_dirs", "/opt/it's", "cannot be split into compiler arguments (No closing"),
+    ("libraries", "lib ascendcl", "reaches g++ as ['-llib', 'ascendcl']"),
+    ("passthrough_args", "-Wall \\", "cannot be split"),
+]
+
+
+@pytest.mark.parametrize(("field", "value", "reason"), NOT_ONE_WORD)
+def test_values_the_running_cppbuilder_would_split_or_alter_are_refused(
+    field: str, value: str, reason: str
+) -> None:
+    with pytest.raises(InvalidCppDeviceOptionsError) as caught:
+        finish(_with(field, value), device_type="npu", provider="torch_npu.options")
+    message = str(caught.value)
+    assert f"npu' from torch_npu.options: {field}[0] = {value!r} " in message
+    assert reason in message
+    if field != "passthrough_args":
+        assert "no whitespace, quotes or backslashes" in message
+
+
+def inserted_arguments(field: str, value: str) -> list[str]:
+    """The arguments the running CppBuilder adds for ``value`` in ``field``, in order."""
+    from torch._inductor.cpp_builder import BuildOptionsBase, CppBuilder
+
+    def arguments(**lists: list[str]) -> list[str]:
+        options = BuildOptionsBase(compiler="g++", **lists)  # type: ignore[arg-type]
+        return shlex.split(CppBuilder("k", ["k.cpp"], options, "/out").get_command_line())
+
+    left = Counter(arguments())
+    added = []
+    for word in arguments(**{field: [value]}):
+        if left[word]:
+            left[word] -= 1
+        else:
+            added.append(word)
+    return added
+
+
+def one_argument_each(field: str, value: str) -> list[str]:
+    """What g++ must get for ``value`` as torch 2.13 renders its field: one argument
+    (-D's value its own), or the words of a passthrough value."""
+    if field == "passthrough_args":
+        return shlex.split(value)
     if field == "definitions":
-        assert words == ["-D", value.strip()]
-    elif field == "passthrough_args":
-        assert words == shlex.split(value)
-    else:
-        assert words == [rendered]
+        return ["-D", value.lstrip(" ")]
+    prefix = {"include_dirs": "-I", "libraries_dirs": "-L", "libraries": "-l"}.get(field, "-")
+    return [prefix + value]
+
+
+@pytest.mark.parametrize(("field", "value"), ACCEPTED)
+def test_accepted_values_reach_g_plus_plus_as_one_argument_each(field: str, value: str) -> None:
+    final = finish(_with(field, value), device_type="npu", provider="p")
+    assert getattr(final, field) == [value]
+    assert inserted_arguments(field, value) == one_argument_each(field, value)
 
 
 MALFORMED = [
@@ -150,3 +199,55 @@ def test_validated_options_do_not_share_lists_with_the_provider() -> None:
     plain = options.as_tuple()
     plain[0].append("THIRD")
     assert options.definitions == ["USE_NPU", "OTHER"]
+
+
+# --- fuzz: random values through the whole pipeline and the running CppBuilder ------------
+
+# Characters that mean something to shlex, g++ or a file system, and some that do not.
+ALPHABET = "abXY_09=-,:+@ \t'\"\\$`;#*?~!&|<>(){}[]%/\u00e9\u4e2d\n\r\x00"
+# Dirs stay under a prefix that does not exist: real paths then change nothing, and no
+# SDK fingerprint walks a real tree.
+DIR_PREFIX = "/inductor-device-options-fuzz-absent/"
+
+
+def random_value(rng: random.Random, field: str) -> str:
+    alphabet = ALPHABET.replace(".", "") if field.endswith("_dirs") else ALPHABET + "."
+    value = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 10)))
+    if field.endswith("_dirs") and rng.random() < 0.8:
+        value = DIR_PREFIX + value
+    elif field == "definitions" and rng.random() < 0.5:
+        value = rng.choice(["", " ", "X", "NAME="]) + value
+    return value
+
+
+@pytest.mark.parametrize("field", FIELDS)
+def test_fuzz_refused_or_one_argument_per_value(field: str) -> None:
+    """Seeded random values: validation refuses a value, or what Inductor gets for it
+    reaches g++ as exactly the arguments meant, none of them a response file."""
+    rng = random.Random(f"inductor-device-options {field}")
+    accepted = 0
+    for _ in range(400):
+        value = random_value(rng, field)
+        try:
+            final = finish(_with(field, value), device_type="npu", provider="fuzz")
+        except InvalidCppDeviceOptionsError:
+            continue
+        accepted += 1
+        [final_value] = getattr(final, field)
+        arguments = inserted_arguments(field, final_value)
+        assert arguments == one_argument_each(field, final_value), (field, value)
+        assert not any(argument.startswith("@") for argument in arguments), (field, value)
+    assert accepted > 20  # the generator does produce values that pass
+
+
+def test_where_the_rendering_is_not_recognised_only_plain_words_pass() -> None:
+    from inductor_device_options._rendering import _plain_word_problems
+
+    options = CppDeviceOptions(
+        [" USE_X", "A=b c"], ["/my sdk"], ["Wall"], [], ["/opt/lib"], ["it's"], ["-a 'b c'"]
+    )
+    assert [(p.field, p.position) for p in _plain_word_problems(options)] == [
+        ("definitions", 1),
+        ("include_dirs", 0),
+        ("libraries", 0),
+    ]

@@ -1,11 +1,13 @@
-"""Registration: names, refusals, warnings, the context manager, thread safety."""
+"""Registration: names, refusals, warnings, the context manager, thread safety, locks."""
 
 from __future__ import annotations
 
 import threading
 import warnings
+from pathlib import Path
 
 import pytest
+from support import check_python, pythonpath_with, write_distribution
 
 import inductor_device_options as ido
 from inductor_device_options import _registry
@@ -151,3 +153,58 @@ def test_concurrent_registration_and_lookup_lose_nothing() -> None:
     assert errors == []
     expected = sorted(f"dev{w}_{i}" for w in range(8) for i in range(0, 200, 2))
     assert ido.registered_device_types() == expected
+
+
+# A provider module that registers another device when imported, slowly: the main thread
+# of the script below looks its device up (loading the entry point) while another thread
+# is in the middle of importing that module.
+REGISTERS_AT_IMPORT = """\
+import time
+import __main__
+import inductor_device_options as ido
+
+__main__.importing.set()
+time.sleep(0.5)  # the lookup in the main thread starts now
+ido.register_cpp_device_options("sidedev", lambda d, a, c: (["SIDE"], [], [], [], [], [], []))
+
+def options(device_type, aot_mode, compile_only):
+    return (["LOCKDEV"], [], [], [], [], [], [])
+"""
+
+LOOKUP_WHILE_ANOTHER_THREAD_IMPORTS = """
+import os, sys, threading
+from inductor_device_options import _registry
+
+importing = threading.Event()
+def import_provider():
+    import lock_provider  # noqa: F401
+
+importer = threading.Thread(target=import_provider, daemon=True)
+importer.start()
+importing.wait(30)
+finder = threading.Thread(
+    target=lambda: print(_registry.find_provider("lockdev").callback("lockdev", 0, 0)[0]),
+    daemon=True,
+)
+finder.start()
+for thread in (importer, finder):
+    thread.join(20)
+if importer.is_alive() or finder.is_alive():
+    print("deadlock", flush=True)
+    os._exit(1)
+print(_registry.find_provider("sidedev").description)
+"""
+
+
+def test_loading_an_entry_point_never_deadlocks_with_a_module_registering_at_import(
+    tmp_path: Path,
+) -> None:
+    site = tmp_path / "site"
+    write_distribution(site, "lockdist", "1.0", {"lockdev": "lock_provider:options"})
+    (site / "lock_provider.py").write_text(REGISTERS_AT_IMPORT)
+    out = check_python(
+        LOOKUP_WHILE_ANOTHER_THREAD_IMPORTS,
+        env={"PYTHONPATH": pythonpath_with(site)},
+        timeout=120,
+    )
+    assert out.splitlines() == ["['LOCKDEV']", "lock_provider.<lambda>"]

@@ -23,6 +23,7 @@ from ._errors import (
     InvalidDeviceTypeError,
     InvalidProviderError,
     ProviderLoadError,
+    ProviderRecursionError,
     ReservedDeviceTypeError,
 )
 from ._hook import (
@@ -60,6 +61,7 @@ __all__ = [
     "InvalidDeviceTypeError",
     "InvalidProviderError",
     "ProviderLoadError",
+    "ProviderRecursionError",
     "ReservedDeviceTypeError",
     "default_cpp_device_options",
     "device_options_source",

@@ -40,6 +40,7 @@ What the layouts look like (what this module relies on)
 
 from __future__ import annotations
 
+import errno
 import functools
 import importlib.util
 import os
@@ -59,6 +60,7 @@ __all__ = [
     "AscendOptionsError",
     "CannInstall",
     "CannNotFoundError",
+    "CannPathError",
     "TorchNpuInstall",
     "TorchNpuNotFoundError",
     "cann_arch",
@@ -130,10 +132,33 @@ def _not_found_message(missing: str, tried: Sequence[tuple[str, str]], fix: str)
 class CannNotFoundError(AscendOptionsError):
     """No usable CANN toolkit was found; the message lists every place tried."""
 
-    def __init__(self, tried: Sequence[tuple[str, str]]) -> None:
+    def __init__(self, tried: Sequence[tuple[str, str]], broken_links: Sequence[str] = ()):
         self.tried: tuple[tuple[str, str], ...] = tuple(tried)
+        fix = _SET_ENV_HINT
+        if broken_links:
+            links = ", ".join(broken_links)
+            fix = (
+                f"re-point {links} at the installed CANN release "
+                f"(`ln -sfn <release directory> {broken_links[0]}`), or {fix}"
+            )
         message = _not_found_message(
-            "the Ascend CANN toolkit needed to compile Inductor kernels", self.tried, _SET_ENV_HINT
+            "the Ascend CANN toolkit needed to compile Inductor kernels", self.tried, fix
+        )
+        super().__init__(message, device_type="npu", provider=_PROVIDER)
+
+
+class CannPathError(AscendOptionsError):
+    """CANN or torch_npu is installed where Inductor cannot pass its paths to g++."""
+
+    def __init__(self, what: str, where: str, value: str, problem: str) -> None:
+        self.value = value
+        message = (
+            f"{what} is installed at {where}, a path Inductor cannot pass to the compiler for "
+            f"the 'npu' device: {value!r} {problem}.\n"
+            f"Fix: install (or move) it to a path without whitespace, quotes, backslashes or "
+            "newlines, such as /usr/local/Ascend, and point ASCEND_HOME_PATH (or "
+            "PYTORCH_NPU_INSTALL_PATH for torch_npu) at it. A symlink with a plain name does "
+            "not help: Inductor compiles with real paths."
         )
         super().__init__(message, device_type="npu", provider=_PROVIDER)
 
@@ -209,7 +234,7 @@ def _existing_real_dirs(candidates: Iterable[str]) -> list[str]:
 def _probe_cann(root: str, arch_dir: str) -> CannInstall | str:
     """A CannInstall for ``root``, or why ``root`` is not a CANN toolkit."""
     if not os.path.exists(root):
-        return "does not exist"
+        return _missing(root)
     if not os.path.isdir(root):
         return "is not a directory"
     home = os.path.realpath(root)
@@ -254,6 +279,35 @@ def _probe_cann(root: str, arch_dir: str) -> CannInstall | str:
     )
 
 
+#: Reasons ``_missing`` gives for a symlink that leads nowhere.
+_BROKEN_LINK = ("is a symlink loop", "is a broken symlink")
+
+
+def _missing(path: str) -> str:
+    """Why ``path`` cannot be used although it was named: not there, a symlink loop, ..."""
+    try:
+        os.stat(path)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return f"{_BROKEN_LINK[0]} ({_link_chain(path)})"
+        if error.errno in (errno.EACCES, errno.EPERM):
+            return "cannot be read (permission denied)"
+        if os.path.islink(path):
+            return f"{_BROKEN_LINK[1]} to {os.readlink(path)}, which does not exist"
+    return "does not exist"
+
+
+def _link_chain(path: str) -> str:
+    """``latest -> 8.0 -> latest``: the links ``path`` goes through, until one repeats."""
+    chain = [path]
+    while os.path.islink(chain[-1]) and len(chain) < 8:
+        target = os.path.join(os.path.dirname(chain[-1]), os.readlink(chain[-1]))
+        chain.append(os.path.normpath(target))
+        if chain[-1] in chain[:-1]:
+            break
+    return " -> ".join(chain)
+
+
 def find_cann(
     environ: Mapping[str, str],
     default_roots: Sequence[str],
@@ -269,6 +323,7 @@ def find_cann(
     arch_dir = cann_arch(machine_name)
     tried: list[tuple[str, str]] = []
     skipped_env: list[str] = []
+    broken_links: list[str] = []
     candidates: list[tuple[str, str, str]] = []  # (label, path or "" if unset, source)
     for var in CANN_ENV_VARS:
         value = environ.get(var, "")
@@ -298,9 +353,11 @@ def find_cann(
                 )
             return found._replace(root=path, source=source)
         tried.append((label, found))
+        if found.startswith(_BROKEN_LINK):
+            broken_links.append(path)
         if source != "default":
             skipped_env.append(f"{label} ({found})")
-    raise CannNotFoundError(tried)
+    raise CannNotFoundError(tried, broken_links)
 
 
 def _torch_npu_from_dir(

@@ -34,7 +34,8 @@ from ._hook import (
     package_cpp_device_options,
     served_interface,
 )
-from ._options import FIELDS, CppDeviceOptions, value_problem
+from ._options import FIELDS, CppDeviceOptions, ValueProblem, value_problems
+from ._rendering import final_value_problem, rendering_problems
 
 if TYPE_CHECKING:
     from torch._inductor.cpp_builder import CppBuilder
@@ -90,7 +91,9 @@ def load_provider(spec: str) -> _registry.CppDeviceOptionsCallback:
         target: object = importlib.import_module(module_name)
         for part in attribute.split("."):
             target = getattr(target, part)
-    except Exception as error:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # SystemExit too: a usage error, never a silent exit
         raise ValueError(f"cannot load {spec!r}: {type(error).__name__}: {error}") from error
     if not callable(target):
         raise ValueError(f"{spec!r} is a {type(target).__name__}, not a callable")
@@ -181,6 +184,7 @@ class _Context:
     source: DeviceOptionsSource
     options: CppDeviceOptions | None = None
     raw: Sequence[object] | None = None  # what the provider returned, when Inductor rejects it
+    rejected: InvalidCppDeviceOptionsError | None = None  # and why
 
     @property
     def fix_provider(self) -> str:
@@ -286,10 +290,13 @@ def _check_options(context: _Context) -> Check:
         if error.field is None:
             return _options_failed(context, error)
         context.raw = _raw_options(context)  # the flags check names every bad value
+        context.rejected = error
         if context.raw is None:
             return _options_failed(context, error)
         return Check("options", title, "pass", "returned by the provider")
-    except Exception as error:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # SystemExit(0) from a provider is a failure, not success
         return _options_failed(context, error)
     counts = ", ".join(
         f"{name} {len(values)}"
@@ -299,7 +306,7 @@ def _check_options(context: _Context) -> Check:
     return Check("options", title, "pass", f"for compiling and linking: {counts or 'none'}")
 
 
-def _options_failed(context: _Context, error: Exception) -> Check:
+def _options_failed(context: _Context, error: BaseException) -> Check:
     # A provider that says what to do ("...\nFix: source CANN's set_env.sh") is quoted.
     cause, marker, fix = str(error).partition("\nFix: ")
     return Check(
@@ -323,7 +330,9 @@ def _raw_options(context: _Context) -> Sequence[object] | None:
             if interface is None:
                 return None
             raw = interface.get_cpp_device_options(context.aot_mode, False)  # type: ignore[attr-defined]
-    except Exception:
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
         return None
     if not isinstance(raw, (tuple, list)) or len(raw) != len(FIELDS):
         return None
@@ -331,33 +340,61 @@ def _raw_options(context: _Context) -> Sequence[object] | None:
 
 
 def _check_flags(context: _Context) -> Check:
+    """Every value as g++ will get it: the final options (after real paths,
+    custom_op_libs and the fingerprint) against the running CppBuilder, or, when the
+    pipeline refused them, each value the provider returned."""
     title = "flags well formed"
-    lists = context.raw if context.raw is not None else context.options
-    if lists is None:
+    if context.raw is not None:
+        problems, count = _raw_problems(context, context.raw)
+    elif context.options is not None:
+        final = value_problems(context.options) + rendering_problems(context.options)
+        problems = [_value_problem(context, problem) for problem in final]
+        count = sum(len(values) for values in context.options)
+    else:
         return _skipped("flags", title, context)
+    if problems:
+        return Check(
+            "flags", title, "fail", f"{_plural(len(problems), 'bad value')}", tuple(problems)
+        )
+    return Check(
+        "flags",
+        title,
+        "pass",
+        f"{_plural(count, 'value')}, each reaching g++ as the arguments meant",
+    )
+
+
+def _raw_problems(context: _Context, raw: Sequence[object]) -> tuple[list[Problem], int]:
     problems: list[Problem] = []
     count = 0
-    for name, values in zip(FIELDS, lists, strict=True):
+    for name, values in zip(FIELDS, raw, strict=True):
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
             problems.append(
                 Problem(f"{name} is a {type(values).__name__}, not a list", context.fix_provider)
             )
             continue
-        for index, value in enumerate(values):
+        for index, value in enumerate(list(values)):
             count += 1
             if isinstance(value, str):
-                problem = value_problem(name, value)
+                value = str.__str__(value)
+                problem = final_value_problem(name, value)
             else:
                 problem = f"is a {type(value).__name__}, not a str"
             if problem is not None:
                 problems.append(
                     Problem(f"{name}[{index}] = {value!r} {problem}", context.fix_provider)
                 )
-    if problems:
-        return Check(
-            "flags", title, "fail", f"{_plural(len(problems), 'bad value')}", tuple(problems)
-        )
-    return Check("flags", title, "pass", f"{_plural(count, 'value')}, each one compiler word")
+    if not problems and context.rejected is not None:
+        # Each value is fine as written: what is not is its real path or custom_op_libs.
+        problems.append(Problem(str(context.rejected), context.fix_sdk))
+    return problems, count
+
+
+def _value_problem(context: _Context, problem: ValueProblem) -> Problem:
+    return Problem(
+        f"{problem.field}[{problem.position}] = {problem.value!r} {problem.problem}",
+        context.fix_provider,
+    )
 
 
 def _check_include_dirs(context: _Context) -> Check:
@@ -507,7 +544,9 @@ def _check_probe_build(
         builder.build()
     except CppCompileError as error:
         return _probe_failed(context, compiler, error.output, earlier)
-    except Exception as error:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:
         return _probe_failed(context, compiler, f"{type(error).__name__}: {error}", earlier)
     finally:
         if done is not None:

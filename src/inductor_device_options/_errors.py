@@ -53,3 +53,7 @@ class InvalidCppDeviceOptionsError(CppDeviceOptionsError, ValueError):
 
 class ProviderLoadError(CppDeviceOptionsError, ImportError):
     """A declared provider (entry point) could not be loaded."""
+
+
+class ProviderRecursionError(CppDeviceOptionsError, RecursionError):
+    """A device's provider asked, directly or not, for the options of that same device."""

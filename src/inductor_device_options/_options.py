@@ -1,18 +1,20 @@
-"""CppDeviceOptions and its validation. Pure: no torch import.
+"""CppDeviceOptions and the rules each value must meet. Pure: no torch import.
 
-The rules follow how ``torch._inductor.cpp_builder.CppBuilder`` renders each list on
-Linux before it ``shlex.split``s the command line::
+``torch._inductor.cpp_builder.CppBuilder`` renders each list into one command line and
+then ``shlex.split``s it into g++'s arguments. What must hold whatever the running torch
+does is checked here; what depends on how that torch renders a field (whether it quotes
+include dirs, say) is learned from it by ``_rendering``. The rules here:
 
-    definitions       -D {value}
-    include_dirs      -I{shlex.quote(value)}
-    cflags            -{value}
-    ldflags           -{value}
-    libraries_dirs    -L{value}          (not quoted)
-    libraries         -l{value}
-    passthrough_args  {value}            (verbatim, may hold several flags)
-
-so a value that is not quoted must be exactly one shell word, or g++ receives
-something else than the provider meant.
+* a value is a ``str`` (a subclass is copied to a plain ``str``: it is the characters that
+  are validated and rendered, not its own formatting), and each list is read once;
+* no value holds a newline, a carriage return or a NUL;
+* a definition is ``NAME`` or ``NAME=VALUE``, ``NAME`` a C identifier, after leading spaces
+  (torch writes ``" USE_CUDA"``): ``-D`` takes the next word, so anything else is either a
+  g++ error or, starting with ``@``, a response file g++ reads arguments from;
+* a cflag, ldflag or library does not start with the dash Inductor adds itself, a library
+  is a name, not a file name (``ascendcl``, or ``:libascendcl.so`` for one file);
+* include and library dirs are absolute: Inductor runs g++ in a directory of its own;
+* a passthrough argument splits into words, none of which starts with ``@``.
 """
 
 from __future__ import annotations
@@ -61,45 +63,36 @@ class CppDeviceOptions(NamedTuple):
 
 
 FIELDS: tuple[str, ...] = CppDeviceOptions._fields
+#: Fields whose values stand for several compiler arguments; every other value is one.
+MULTI_WORD_FIELDS = frozenset({"passthrough_args"})
 
 # Characters that end a line or a C string: invalid in every field.
 _LINE_BREAKING = re.compile(r"[\n\r\x00]")
-# Characters shlex.split would consume or split on, in a value that is not quoted.
-_NOT_ONE_WORD = re.compile(r"""[\s'"\\]""")
 # torch itself writes definitions with a leading space (" USE_CUDA"); -D then takes the
-# next word, so leading whitespace is harmless there and nowhere else.
-_LEADING_SPACES = re.compile(r"^ +")
+# next word, so leading spaces are harmless there.
+_MACRO = re.compile(r" *[A-Za-z_][A-Za-z0-9_]*(=.*)?", re.DOTALL)
 _SHARED_LIBRARY_FILE = re.compile(r"^lib(?P<name>.+?)\.(so|a|dylib)(\.\d+)*$")
-
-_UNQUOTED_FIELDS = ("definitions", "cflags", "ldflags", "libraries_dirs", "libraries")
 _DASH_ADDED_BY_INDUCTOR = {"cflags": "-", "ldflags": "-", "libraries": "-l"}
+_DIRECTORY_FIELDS = ("include_dirs", "libraries_dirs")
 
 
-def validate_cpp_device_options(
-    result: object, *, device_type: str, provider: str
-) -> CppDeviceOptions:
-    """Check what a provider returned and give it back as ``CppDeviceOptions``.
+class ValueProblem(NamedTuple):
+    """Why ``value``, at ``field[position]``, cannot reach the compiler as meant."""
 
-    Raises ``InvalidCppDeviceOptionsError`` naming the device, the provider, the
-    field and the value at fault, before anything reaches the compiler.
+    field: str
+    position: int
+    value: str
+    problem: str
+
+
+def snapshot(result: object, *, device_type: str, provider: str) -> CppDeviceOptions:
+    """What a provider returned, as ``CppDeviceOptions`` of plain lists of plain ``str``.
+
+    Each sequence is read exactly once, and each value copied to a plain ``str``: what is
+    validated afterwards is what Inductor gets, however the provider's objects behave.
+    Raises ``InvalidCppDeviceOptionsError`` when the result is not 7 sequences of str.
     """
-    lists = _seven_lists(result, device_type=device_type, provider=provider)
-    for field, values in zip(FIELDS, lists, strict=True):
-        for index, value in enumerate(values):
-            problem = value_problem(field, value)
-            if problem is not None:
-                raise InvalidCppDeviceOptionsError(
-                    f"C++ options for device {device_type!r} from {provider}: "
-                    f"{field}[{index}] = {value!r} {problem}",
-                    device_type=device_type,
-                    provider=provider,
-                    field=field,
-                    value=value,
-                )
-    return CppDeviceOptions(*(list(values) for values in lists))
 
-
-def _seven_lists(result: object, *, device_type: str, provider: str) -> list[Sequence[str]]:
     def malformed(detail: str, field: str | None = None, value: object = result) -> Exception:
         return InvalidCppDeviceOptionsError(
             f"C++ options for device {device_type!r} from {provider}: {detail}; expected "
@@ -110,42 +103,90 @@ def _seven_lists(result: object, *, device_type: str, provider: str) -> list[Seq
             value=value,
         )
 
-    if not isinstance(result, (tuple, list)) or len(result) != len(FIELDS):
+    outer = tuple(result) if isinstance(result, (tuple, list)) else None
+    if outer is None or len(outer) != len(FIELDS):
         shape = f"{type(result).__name__}"
-        if isinstance(result, (tuple, list)):
-            shape += f" of length {len(result)}"
+        if outer is not None:
+            shape += f" of length {len(outer)}"
         raise malformed(f"got {shape}")
-    for field, values in zip(FIELDS, result, strict=True):
+    lists: list[list[str]] = []
+    for field, values in zip(FIELDS, outer, strict=True):
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
             raise malformed(
                 f"{field} is a {type(values).__name__}, not a list", field=field, value=values
             )
-        for index, value in enumerate(values):
+        plain: list[str] = []
+        for index, value in enumerate(list(values)):
             if not isinstance(value, str):
                 raise malformed(
                     f"{field}[{index}] is a {type(value).__name__} ({value!r}), not a str",
                     field=field,
                     value=value,
                 )
-    return list(result)
+            plain.append(value if type(value) is str else str.__str__(value))
+        lists.append(plain)
+    return CppDeviceOptions(*lists)
+
+
+def validate_cpp_device_options(
+    result: object, *, device_type: str, provider: str
+) -> CppDeviceOptions:
+    """Check what a provider returned and give it back as ``CppDeviceOptions``.
+
+    The rules of this module only: how the running torch renders each field is checked
+    by ``_rendering`` on the final options. Raises ``InvalidCppDeviceOptionsError``
+    naming the device, the provider, the field and the value at fault.
+    """
+    options = snapshot(result, device_type=device_type, provider=provider)
+    for problem in value_problems(options):
+        raise invalid_options_error(problem, device_type=device_type, provider=provider)
+    return options
+
+
+def invalid_options_error(
+    problem: ValueProblem,
+    *,
+    device_type: str,
+    provider: str,
+    shown: str | None = None,
+    value: object = None,
+) -> InvalidCppDeviceOptionsError:
+    """The error for ``problem``; ``shown`` replaces ``repr(value)`` in the message (to say
+    where a value came from) and ``value`` the value the error carries."""
+    return InvalidCppDeviceOptionsError(
+        f"C++ options for device {device_type!r} from {provider}: "
+        f"{problem.field}[{problem.position}] = {shown or repr(problem.value)} {problem.problem}",
+        device_type=device_type,
+        provider=provider,
+        field=problem.field,
+        value=problem.value if value is None else value,
+    )
+
+
+def value_problems(options: CppDeviceOptions) -> list[ValueProblem]:
+    """Every value of ``options`` that breaks a rule of this module."""
+    return [
+        ValueProblem(field, index, value, problem)
+        for field, values in zip(FIELDS, options, strict=True)
+        for index, value in enumerate(values)
+        if (problem := value_problem(field, value)) is not None
+    ]
 
 
 def value_problem(field: str, value: str) -> str | None:
-    """Why ``value`` cannot stand in ``field`` of the compiler command line, or None."""
+    """Why ``value`` cannot stand in ``field`` whatever torch's rendering, or None."""
     if _LINE_BREAKING.search(value):
         return "contains a newline or NUL character, which would cut the compiler command line"
-    if field == "passthrough_args":
+    if field in MULTI_WORD_FIELDS:
         return _passthrough_problem(value)
     if value.strip() == "":
         return "is empty"
-    if field == "include_dirs":
-        return None  # Inductor quotes include dirs: spaces and quotes are safe.
     if field == "definitions":
-        value = _LEADING_SPACES.sub("", value)
-    if _NOT_ONE_WORD.search(value):
+        return _definition_problem(value)
+    if field in _DIRECTORY_FIELDS and not value.startswith("/"):
         return (
-            "contains whitespace, a quote or a backslash; Inductor does not quote "
-            f"{field}, so the compiler would receive it split or altered"
+            "is relative: Inductor runs the compiler in a directory of its own, and this "
+            "process's current directory is no part of the options; make it absolute"
         )
     if field in _DASH_ADDED_BY_INDUCTOR and value.startswith("-"):
         dash = _DASH_ADDED_BY_INDUCTOR[field]
@@ -153,8 +194,6 @@ def value_problem(field: str, value: str) -> str | None:
             f"starts with '-'; Inductor adds {dash!r} itself, so write "
             f"{value.removeprefix(dash if value.startswith(dash) else '-')!r}"
         )
-    if field == "definitions" and value.startswith("-D"):
-        return f"starts with '-D'; Inductor adds '-D' itself, so write {value[2:]!r}"
     if field == "libraries":
         file_name = _SHARED_LIBRARY_FILE.match(value)
         if file_name:
@@ -165,14 +204,40 @@ def value_problem(field: str, value: str) -> str | None:
     return None
 
 
+def _definition_problem(value: str) -> str | None:
+    if _MACRO.fullmatch(value):
+        return None
+    if value.lstrip(" ").startswith("-D"):
+        return f"starts with '-D'; Inductor adds '-D' itself, so write {value.lstrip(' ')[2:]!r}"
+    return (
+        "is not a macro: a definition is NAME or NAME=VALUE with NAME a C identifier; "
+        "Inductor renders it as -D <definition>, so anything else is a g++ error, or with "
+        "a leading '@' a response file g++ reads more arguments from"
+    )
+
+
 def _passthrough_problem(value: str) -> str | None:
-    if not _NOT_ONE_WORD.search(value.replace(" ", "")):
-        return None  # Plain words separated by spaces: the common case, no shlex needed.
     try:
-        shlex.split(value)
+        words = shlex.split(value)
     except ValueError as error:
         return f"cannot be split into compiler arguments ({error})"
+    for word in words:
+        if word.startswith("@"):
+            return (
+                f"holds the argument {word!r}, which g++ reads as a response file "
+                "(more arguments from that file)"
+            )
     return None
 
 
-__all__ = ["FIELDS", "CppDeviceOptions", "validate_cpp_device_options", "value_problem"]
+__all__ = [
+    "FIELDS",
+    "MULTI_WORD_FIELDS",
+    "CppDeviceOptions",
+    "ValueProblem",
+    "invalid_options_error",
+    "snapshot",
+    "validate_cpp_device_options",
+    "value_problem",
+    "value_problems",
+]

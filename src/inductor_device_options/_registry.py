@@ -50,6 +50,7 @@ class Provider(NamedTuple):
 _lock = threading.RLock()
 _registered: dict[str, Provider] = {}
 _declared: dict[str, metadata.EntryPoint] | None = None
+_invalid: list[InvalidDeclaration] = []
 _loaded: dict[str, Provider] = {}
 # Called with the device type after each registration: the hook uses it to forward
 # registrations to torch's own registry when torch has one.
@@ -159,15 +160,60 @@ def registered_provider(device_type: str) -> Provider | None:
         return _registered.get(device_type)
 
 
+class InvalidDeclaration(NamedTuple):
+    """An entry point of the group that cannot name a device, and why."""
+
+    entry_point: metadata.EntryPoint
+    reason: str
+
+    def describe(self) -> str:
+        return f"{describe_entry_point(self.entry_point)}: {self.reason}"
+
+
 def declared_entry_points() -> dict[str, metadata.EntryPoint]:
-    """The group's entry points by device type, read once per process."""
-    global _declared
+    """The group's entry points by device type, read once per process. Entry points
+    whose name is not a device name are left out (see ``invalid_declarations``)."""
+    declared = _declared
+    if declared is None:
+        _read_declarations()
+        declared = _declared
+        assert declared is not None
+    return declared
+
+
+def invalid_declarations() -> list[InvalidDeclaration]:
+    """Entry points of the group that name no device this package can serve."""
+    declared_entry_points()
+    return list(_invalid)
+
+
+def _read_declarations() -> None:
+    global _declared, _invalid
+    from importlib import metadata  # ~5 ms: only when a lookup needs it
+
+    # Read outside the lock: never hold it across an import (see find_provider).
+    declared: dict[str, metadata.EntryPoint] = {}
+    invalid: list[InvalidDeclaration] = []
+    for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        reason = _declaration_problem(entry_point.name)
+        if reason is None:
+            declared[entry_point.name] = entry_point
+        else:
+            invalid.append(InvalidDeclaration(entry_point, reason))
     with _lock:
         if _declared is None:
-            from importlib import metadata  # ~5 ms: only when a lookup needs it
+            _declared, _invalid = declared, invalid
 
-            _declared = {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
-        return _declared
+
+def _declaration_problem(name: str) -> str | None:
+    if not _DEVICE_NAME.fullmatch(name):
+        return (
+            f"{name!r} is not a device name (a name such as 'npu', without an index); "
+            "the entry point is ignored"
+        )
+    if name in RESERVED_DEVICE_TYPES:
+        return f"torch computes the options of {name!r} itself; the entry point is ignored"
+    return None
 
 
 def describe_entry_point(entry_point: metadata.EntryPoint) -> str:
@@ -180,31 +226,39 @@ def describe_entry_point(entry_point: metadata.EntryPoint) -> str:
 
 
 def find_provider(device_type: str) -> Provider | None:
-    """The provider for a normalized device type, loading its entry point if needed."""
-    with _lock:
-        provider = _registered.get(device_type) or _loaded.get(device_type)
-        if provider is not None:
-            return provider
-        entry_point = declared_entry_points().get(device_type)
-        if entry_point is None:
-            return None
-        description = describe_entry_point(entry_point)
-        try:
-            callback = entry_point.load()
-        except Exception as error:
-            raise ProviderLoadError(
-                f"cannot load the C++ options provider for device {device_type!r} from "
-                f"{description}: {type(error).__name__}: {error}",
-                device_type=device_type,
-                provider=description,
-            ) from error
-        if not callable(callback):
-            raise InvalidProviderError(
-                f"the C++ options provider for device {device_type!r} from {description} "
-                f"is a {type(callback).__name__}, not a callable",
-                device_type=device_type,
-                provider=description,
-            )
-        provider = Provider(device_type, callback, "entry point", description)
-        _loaded[device_type] = provider
+    """The provider for a normalized device type, loading its entry point if needed.
+
+    The entry point's module is imported without holding the registry's lock: it may
+    register at import, from another thread importing it at the same time, too.
+    """
+    provider = _registered.get(device_type) or _loaded.get(device_type)
+    if provider is not None:
         return provider
+    entry_point = declared_entry_points().get(device_type)
+    if entry_point is None:
+        return None
+    description = describe_entry_point(entry_point)
+    try:
+        callback = entry_point.load()
+    except (Exception, SystemExit) as error:  # a module that calls sys.exit() at import too
+        raise ProviderLoadError(
+            f"cannot load the C++ options provider for device {device_type!r} from "
+            f"{description}: {type(error).__name__}: {error}",
+            device_type=device_type,
+            provider=description,
+        ) from error
+    if not callable(callback):
+        raise InvalidProviderError(
+            f"the C++ options provider for device {device_type!r} from {description} "
+            f"is a {type(callback).__name__}, not a callable",
+            device_type=device_type,
+            provider=description,
+        )
+    with _lock:
+        # A registration made meanwhile (by that import, say) comes first, as always.
+        registered = _registered.get(device_type)
+        if registered is not None:
+            return registered
+        return _loaded.setdefault(
+            device_type, Provider(device_type, callback, "entry point", description)
+        )

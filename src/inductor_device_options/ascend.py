@@ -37,7 +37,10 @@ reads (and ``sys.path``), so changing ``ASCEND_HOME_PATH`` takes effect on
 the next build.  A missing CANN or torch_npu raises :class:`CannNotFoundError`
 or :class:`TorchNpuNotFoundError` (both :class:`AscendOptionsError`, a
 :class:`~inductor_device_options.CppDeviceOptionsError`) listing every place
-tried and what to do.
+tried (a ``latest`` link that loops or leads nowhere says so) and what to do;
+one installed under a path g++ cannot be given as one argument (a space in a
+library dir, a quote, a newline: as the running torch renders each field)
+raises :class:`CannPathError` saying which and what to do.
 
 Importing this module does not import ``torch._inductor`` (nor torch).
 """
@@ -61,6 +64,7 @@ from ._cann import (
     AscendOptionsError,
     CannInstall,
     CannNotFoundError,
+    CannPathError,
     TorchNpuInstall,
     TorchNpuNotFoundError,
 )
@@ -82,6 +86,7 @@ __all__ = [
     "AscendOptionsError",
     "CannInstall",
     "CannNotFoundError",
+    "CannPathError",
     "TorchNpuInstall",
     "TorchNpuNotFoundError",
     "clear_cache",
@@ -193,8 +198,28 @@ def npu_cpp_device_options(default_roots: Sequence[str] | None = None) -> CppDev
             libraries=_unique(["torch_npu", *cann.libraries]),
             passthrough_args=list(NPU_PASSTHROUGH_ARGS),
         )
+        _check_paths(options, cann, torch_npu)
         _remember(_options_cache, key, options)
     return options.copy()
+
+
+def _check_paths(options: CppDeviceOptions, cann: CannInstall, torch_npu: TorchNpuInstall) -> None:
+    """Raise ``CannPathError`` for a CANN or torch_npu dir that would not reach g++ as one
+    argument (a space where Inductor does not quote, a quote, a newline): the generic
+    validation error would not say that CANN's location is the cause."""
+    from ._rendering import final_value_problem
+
+    for field in ("include_dirs", "libraries_dirs"):
+        for value in getattr(options, field):
+            problem = final_value_problem(field, value)
+            if problem is None:
+                continue
+            if value == cann.home or value.startswith(cann.home + os.sep):
+                found = cann.source if cann.source != "default" else "a default location"
+                where = f"{cann.home!r} (found through {found}: {cann.root!r})"
+                raise CannPathError("The Ascend CANN toolkit", where, value, problem)
+            where = f"{torch_npu.package_dir!r} (found through {torch_npu.source})"
+            raise CannPathError("torch_npu", where, value, problem)
 
 
 def cpp_device_options(

@@ -35,9 +35,14 @@ registers an undeclared callback for DEVICE first (the current directory is impo
 Colour is used only when stdout is a terminal and ``NO_COLOR`` is unset.
 
 Exit codes: 0 success (every check passed); 1 the options could not be computed or a
-check failed; 2 usage error (bad arguments, a ``--provider`` that cannot be loaded or
+check failed (a provider that raises ``SystemExit``, even ``SystemExit(0)``, included), or
+the output could not be written (the reader of a pipe went away: the command stops
+quietly); 2 usage error (bad arguments, a ``--provider`` that cannot be loaded or
 registered); 3 unknown device (nothing provides options for it and torch has none of its
-own: declare a provider).
+own: declare a provider). With stdout closed the command runs and only its exit code tells.
+
+Entry points of the group whose name is not a device name (or is one of torch's own
+devices) are ignored: ``list`` shows them, ``show`` and ``doctor`` note them on stderr.
 
 JSON (``--json``): one object on stdout. ``schema`` names the command and the version of
 its layout; keys are only ever added within a version. Every document has
@@ -54,7 +59,9 @@ its layout; keys are only ever added within a version. Every document has
               "replaced_by": str | null, "registrations_apply": bool,
               "adopted": [{"description": str, "behaviour": str}, ...],  # assigned after the hook
               "device_interface_backport": bool | null, "description": str},
-     "devices": [Source, ...]}                       # sorted by device_type
+     "devices": [Source, ...],                       # sorted by device_type
+     "invalid_declarations": [{"name": str, "value": str, "distribution": str | null,
+                               "reason": str}]}      # entry points ignored
 
 ``inductor-device-options/show/v1``::
 
@@ -78,6 +85,12 @@ its layout; keys are only ever added within a version. Every document has
      "error": Error | null}          # set (and "checks" empty) for an unknown device
 
 ``details`` holds the first relevant compiler output lines of a failed probe build.
+
+``inductor-device-options/error/v1`` (a usage error with ``--json``, exit code 2; the
+usage message also goes to stderr)::
+
+    {"command": "list" | "show" | "doctor" | null, "exit_code": 2,
+     "error": Error}                                 # "type": "UsageError"
 """
 
 from __future__ import annotations
@@ -93,7 +106,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 from . import __version__, _doctor, _registry
 from ._doctor import Check, UnknownDeviceError
@@ -119,13 +132,46 @@ PROG = "inductor-device-options"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    command: Callable[[argparse.Namespace], int] = args.command
-    return command(args)
+    global _json_requested
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    _json_requested = "--json" in arguments
+    if sys.stdout is None:  # started with stdout closed: the output goes nowhere
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (for the life of the process)
+    try:
+        args = _parser().parse_args(arguments)
+        command: Callable[[argparse.Namespace], int] = args.command
+        exit_code = command(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`list | head -1`): stop quietly. What is still buffered,
+        # and the flush at exit, go to /dev/null instead of raising again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_FAILED
+    return exit_code
+
+
+_json_requested = False
+
+
+class _Parser(argparse.ArgumentParser):
+    """A usage error is also a JSON document on stdout when --json was given."""
+
+    def error(self, message: str) -> NoReturn:
+        if _json_requested:
+            command = self.prog.removeprefix(PROG).strip() or None
+            _print_json(
+                "error",
+                command=command,
+                exit_code=EXIT_USAGE,
+                error={"type": "UsageError", "message": message, "provider": None},
+            )
+        super().error(message)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         description="The C++ compile options TorchInductor gets for each device: "
         "list the devices, show a device's options and compiler commands, check them.",
@@ -219,6 +265,7 @@ def _list(args: argparse.Namespace) -> int:
     _import_inductor()
     state = hook_state()
     sources = known_device_options_sources()
+    ignored = _registry.invalid_declarations()
     if args.json:
         _print_json(
             "list",
@@ -229,6 +276,7 @@ def _list(args: argparse.Namespace) -> int:
                 "description": state.describe(),
             },
             devices=[source._asdict() for source in sources],
+            invalid_declarations=[_declaration_json(declaration) for declaration in ignored],
         )
         return EXIT_OK
     style = _Style.for_stream(sys.stdout)
@@ -237,6 +285,10 @@ def _list(args: argparse.Namespace) -> int:
     print(style.bold(f"{'DEVICE':<{width}}  {'SOURCE':<16}  FROM"))
     for source in sources:
         print(f"{source.device_type:<{width}}  {source.source:<16}  {source.description}")
+    if ignored:
+        print(style.bold("\nIgnored declarations:"))
+        for declaration in ignored:
+            print(f"  {declaration.describe()}")
     print(
         style.dim(
             "\nRegistrations made in a program are not seen here; check one with "
@@ -244,6 +296,23 @@ def _list(args: argparse.Namespace) -> int:
         )
     )
     return EXIT_OK
+
+
+def _declaration_json(declaration: _registry.InvalidDeclaration) -> Document:
+    entry_point = declaration.entry_point
+    dist = entry_point.dist
+    return {
+        "name": entry_point.name,
+        "value": entry_point.value,
+        "distribution": f"{dist.name} {dist.version}" if dist is not None else None,
+        "reason": declaration.reason,
+    }
+
+
+def _note_invalid_declarations(command: str) -> None:
+    """On stderr: the device at hand is not concerned, but the user should know."""
+    for declaration in _registry.invalid_declarations():
+        print(f"{PROG} {command}: note: ignored {declaration.describe()}", file=sys.stderr)
 
 
 # --- show -----------------------------------------------------------------------------------
@@ -255,7 +324,9 @@ def _show(
     try:
         options = get_cpp_device_options(args.device, args.aot, args.compile_only)
         commands = _doctor.probe_commands(args.device, args.aot, args.compile_only, work)
-    except Exception as error:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # SystemExit(0) from a provider is a failure, not success
         return _fail(args, "show", document, error, EXIT_FAILED)
     document["options"] = options._asdict()
     document["commands"] = commands._asdict()
@@ -390,6 +461,7 @@ def _device_command(
     def run(args: argparse.Namespace) -> int:
         with _doctor.probe_workspace() as work:
             source, unknown = _prepare(args)
+            _note_invalid_declarations(name)
             document: Document = {
                 "device_type": args.device,
                 "aot_mode": args.aot,
@@ -426,7 +498,7 @@ def _fail(
     args: argparse.Namespace,
     command: str,
     document: Document,
-    error: Exception,
+    error: BaseException,
     exit_code: int,
 ) -> int:
     if args.json:
@@ -461,11 +533,11 @@ def _header(style: _Style, command: str, detail: str = "") -> str:
     return "\n".join(lines)
 
 
-def _print_json(command: str, **fields: object) -> None:
+def _print_json(schema: str, **fields: object) -> None:
     import torch
 
     document = {
-        "schema": f"{PROG}/{command}/v1",
+        "schema": f"{PROG}/{schema}/v1",
         "version": __version__,
         "torch_version": torch.__version__,
         **fields,

@@ -36,6 +36,7 @@ from . import (
     DEVICE_NAME,
     RUNTIME_LIBRARY_FILE,
     SampleDevice,
+    default_cache_dir,
     runtime_registered_modules,
     setup,
 )
@@ -152,6 +153,10 @@ def _run_steps_in(
     ranks: int,
 ) -> None:
     with demo.step("Build and register the sample backend"):
+        cache_dir, problem = buildable_cache_dir(cache_dir)
+        if problem is not None:
+            demo.check("the cache dir can be passed to g++", False, problem)
+            return
         device = setup(cache_dir)
         demo.say(f"backend and runtime built under {device.cache_dir}")
         demo.say(f"runtime library: {device.runtime_library}")
@@ -217,6 +222,27 @@ def _run_steps_in(
     if ranks:
         with demo.step(f"A distributed job: torchrun --standalone --nproc_per_node={ranks}"):
             _check_distributed_job(demo, device, ranks, inductor_cache)
+
+
+def buildable_cache_dir(cache_dir: str | os.PathLike[str] | None) -> tuple[Path, str | None]:
+    """Where to build, and why that cannot work, found before a minute of building: the
+    runtime's library dir reaches g++ as the running torch renders it (-L unquoted), so a
+    space in it fails the first compile. The default location falls back to a temporary one.
+    """
+    from .._rendering import final_value_problem
+
+    wanted = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    fallback = Path(tempfile.gettempdir()) / f"inductor-device-options-{os.getuid()}" / DEVICE_NAME
+    problem = None
+    for candidate in [wanted] if cache_dir is not None else [wanted, fallback]:
+        library_dir = os.path.realpath(candidate / "sdk" / "lib")
+        problem = final_value_problem("libraries_dirs", library_dir)
+        if problem is None:
+            return candidate, None
+    return wanted, (
+        f"{wanted} cannot hold the sample's runtime: its library dir {problem}; "
+        "choose another with --cache-dir DIR"
+    )
 
 
 def _make_model() -> torch.nn.Module:

@@ -1,0 +1,79 @@
+"""The pipeline provider -> validation -> custom_op_libs -> fresh: re-entry and threads."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from torch._inductor.cpp_builder import CppTorchDeviceOptions
+
+import inductor_device_options as ido
+
+pytestmark = pytest.mark.usefixtures("clean_registry")
+
+
+def asks_for_itself(device_type: str, aot_mode: bool, compile_only: bool) -> object:
+    # The mistake: the function Inductor calls, instead of default_cpp_device_options.
+    return ido.get_cpp_device_options(device_type, aot_mode, compile_only)
+
+
+def builds_options_for_itself(device_type: str, aot_mode: bool, compile_only: bool) -> object:
+    options = CppTorchDeviceOptions(device_type=device_type, aot_mode=aot_mode)
+    return ([*options.get_definitions()], [], [], [], [], [], [])
+
+
+@pytest.mark.parametrize("provider", [asks_for_itself, builds_options_for_itself])
+def test_a_provider_asking_for_its_own_device_gets_one_clear_error(provider: object) -> None:
+    ido.register_cpp_device_options("loopdev", provider)  # type: ignore[arg-type]
+    with pytest.raises(ido.ProviderRecursionError) as caught:
+        ido.get_cpp_device_options("loopdev")
+    error = caught.value
+    assert isinstance(error, RecursionError)
+    assert error.device_type == "loopdev"
+    assert error.provider == f"test_resolve.{provider.__name__}"  # type: ignore[attr-defined]
+    assert str(error).startswith(
+        f"the C++ options provider test_resolve.{provider.__name__} for device 'loopdev' "  # type: ignore[attr-defined]
+        "asked for the C++ options of 'loopdev' itself"
+    )
+    assert "default_cpp_device_options(device_type, aot_mode, compile_only)" in str(error)
+    assert len(getattr(error, "__notes__", [])) <= 1  # not one note per level
+    # Nothing is left half-done: the next lookup of another device works.
+    ido.register_cpp_device_options("okdev", lambda d, a, c: (["OK"], [], [], [], [], [], []))
+    assert ido.get_cpp_device_options("okdev").definitions[0] == "OK"
+
+
+def test_a_provider_may_ask_for_another_device() -> None:
+    ido.register_cpp_device_options("basedev", lambda d, a, c: (["BASE"], [], [], [], [], [], []))
+
+    def derived(device_type: str, aot_mode: bool, compile_only: bool) -> ido.CppDeviceOptions:
+        options = ido.get_cpp_device_options("basedev", aot_mode, compile_only)
+        return options._replace(definitions=["DERIVED"])
+
+    ido.register_cpp_device_options("deriveddev", derived)
+    assert ido.get_cpp_device_options("deriveddev").definitions == ["DERIVED"]
+
+
+def test_the_same_device_in_two_threads_at_once_is_no_recursion() -> None:
+    both_inside = threading.Barrier(2, timeout=30)
+
+    def slow(device_type: str, aot_mode: bool, compile_only: bool) -> tuple[list[str], ...]:
+        both_inside.wait()  # each thread is inside the provider when the other asks
+        time.sleep(0.01)
+        return (["SLOW"], [], [], [], [], [], [])
+
+    ido.register_cpp_device_options("slowdev", slow)
+    results: list[object] = []
+
+    def lookup() -> None:
+        try:
+            results.append(ido.get_cpp_device_options("slowdev").definitions)
+        except BaseException as error:  # collected and checked in the main thread
+            results.append(error)
+
+    threads = [threading.Thread(target=lookup) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert results == [["SLOW"], ["SLOW"]]
