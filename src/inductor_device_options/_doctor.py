@@ -233,21 +233,25 @@ def _check_hook(context: _Context) -> Check:
     title = "options reach Inductor"
     if context.source.source == "torch":
         return Check("hook", title, "pass", hook_state().describe())
+    missing: list[str] = []
     try:
         own = package_cpp_device_options(context.device_type, context.aot_mode)
         received = get_cpp_device_options(context.device_type, context.aot_mode)
-    except Exception:
-        return Check("hook", title, "skip", "the options cannot be computed (next check)")
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # the next check reports why (SystemExit included)
+        pass
+    else:
+        missing = [
+            f"{field} {value}"
+            for field, values, got in zip(
+                FIELDS, own or CppDeviceOptions.empty(), received, strict=True
+            )
+            for value in values
+            if value not in got
+        ]
     state = hook_state()  # after the lookup: it says how each adopted function behaved
-    missing = [
-        f"{field} {value}"
-        for field, values, got in zip(
-            FIELDS, own or CppDeviceOptions.empty(), received, strict=True
-        )
-        for value in values
-        if value not in got
-    ]
-    if not missing:
+    if not missing and state.replaced_by is None:
         return Check("hook", title, "pass", state.describe())
     if state.replaced_by is not None:
         cause = (
@@ -264,13 +268,13 @@ def _check_hook(context: _Context) -> Check:
             ", ".join(wrappers) or "none seen wrapping the hook"
         )
         fix = "make that function keep the options it receives and only add its own"
-    return Check(
-        "hook",
-        title,
-        "fail",
-        f"{len(missing)} of the options of {context.source.description} do not reach Inductor",
-        (Problem(f"missing: {', '.join(missing[:5])}; {cause}", fix),),
+    summary = (
+        f"{len(missing)} of the options of {context.source.description} do not reach Inductor"
+        if missing
+        else f"{CPP_BUILDER}.get_cpp_torch_device_options was written past the hook"
     )
+    detail = f"missing: {', '.join(missing[:5])}; " if missing else ""
+    return Check("hook", title, "fail", summary, (Problem(detail + cause, fix),))
 
 
 def _both_modes(context: _Context) -> CppDeviceOptions:

@@ -39,12 +39,11 @@ from ._chain import (
     pending_default_for,
 )
 from ._options import CppDeviceOptions
-from ._resolve import interface_with_cpp_options, resolve
+from ._resolve import CPP_BUILDER, interface_with_cpp_options, resolve
 
 if TYPE_CHECKING:
     import importlib.machinery
 
-CPP_BUILDER = "torch._inductor.cpp_builder"
 _FUNCTION = FUNCTION
 _NATIVE_REGISTER = "register_cpp_device_options"
 _NATIVE_REGISTRY = "_cpp_device_options_registry"
