@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 from . import _registry
 from ._errors import CppDeviceOptionsError, InvalidCppDeviceOptionsError
 from ._hook import (
-    CPP_BUILDER,
     DeviceOptionsSource,
     get_cpp_device_options,
     hook_state,
@@ -36,6 +35,7 @@ from ._hook import (
 )
 from ._options import FIELDS, CppDeviceOptions, ValueProblem, value_problems
 from ._rendering import final_value_problem, rendering_problems
+from ._resolve import CPP_BUILDER
 
 if TYPE_CHECKING:
     from torch._inductor.cpp_builder import CppBuilder
