@@ -342,9 +342,14 @@ def _check_include_dirs(context: _Context) -> Check:
     if context.options is None:
         return _skipped("include_dirs", title, context)
     dirs = context.options.include_dirs
+    # torch's own defaults may name dirs its wheel lacks (2.6: include/TH, include/THC):
+    # reported, but not the device's problem.
+    from torch.utils.cpp_extension import include_paths
+
+    torch_missing = [d for d in dirs if d in include_paths() and not os.path.isdir(d)]
     problems = [
         Problem(cause, context.fix_sdk)
-        for cause in (_dir_problem("include dir", path) for path in dirs)
+        for cause in (_dir_problem("include dir", d) for d in dirs if d not in torch_missing)
         if cause is not None
     ]
     if problems:
@@ -355,7 +360,10 @@ def _check_include_dirs(context: _Context) -> Check:
             f"{len(problems)} of {_plural(len(dirs), 'include dir')} missing",
             tuple(problems),
         )
-    return Check("include_dirs", title, "pass", _plural(len(dirs), "dir") if dirs else "none")
+    summary = _plural(len(dirs), "dir") if dirs else "none"
+    if torch_missing:
+        summary += f"; torch's own defaults name missing {', '.join(torch_missing)} (ignored)"
+    return Check("include_dirs", title, "pass", summary)
 
 
 def _dir_problem(kind: str, path: str) -> str | None:
