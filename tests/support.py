@@ -6,7 +6,9 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,11 +20,15 @@ hook_mode_only = pytest.mark.skipif(
 )
 
 
-def pythonpath_with(directory: Path) -> str:
-    """PYTHONPATH with ``directory`` first, keeping what is there (upstream/verify.py's
+def pythonpath_with(*directories: Path) -> str:
+    """PYTHONPATH with ``directories`` first, keeping what is there (upstream/verify.py's
     import overlay lives on PYTHONPATH)."""
     existing = os.environ.get("PYTHONPATH")
-    return os.pathsep.join([str(directory), *([existing] if existing else [])])
+    return os.pathsep.join([*map(str, directories), *([existing] if existing else [])])
+
+
+#: This directory: on a subprocess's PYTHONPATH, its code can ``from support import ...``.
+TESTS_DIR = Path(__file__).resolve().parent
 
 
 def run_python(
@@ -46,3 +52,34 @@ def check_python(code: str, **kwargs: object) -> str:
     finished = run_python(code, **kwargs)  # type: ignore[arg-type]
     assert finished.returncode == 0, f"stdout:\n{finished.stdout}\nstderr:\n{finished.stderr}"
     return finished.stdout
+
+
+# --- what differs between torch releases, read off the running torch ----------------------
+
+
+def definitions_of(options: Any) -> list[str]:
+    """``options.get_definitions()``: torch 2.6-2.9 spell it ``get_definations``."""
+    getter = getattr(options, "get_definitions", None) or options.get_definations
+    return list(getter())
+
+
+def passthrough_args_of(options: Any) -> list[str]:
+    """``options.get_passthrough_args()``: torch 2.6-2.9 spell it ``get_passthough_args``."""
+    getter = getattr(options, "get_passthrough_args", None) or options.get_passthough_args
+    return list(getter())
+
+
+def torch_has_custom_op_libs() -> bool:
+    """``config.aot_inductor.custom_op_libs`` appeared in torch 2.7."""
+    from torch._inductor import config
+
+    return hasattr(config.aot_inductor, "custom_op_libs")
+
+
+def outcome(call: Callable[[], object]) -> tuple[str, object]:
+    """What ``call()`` did: ("returned", value) or ("raised", (type, message)), so that two
+    calls can be compared whichever way this torch's code goes."""
+    try:
+        return ("returned", call())
+    except Exception as error:
+        return ("raised", (type(error), str(error)))
