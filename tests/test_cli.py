@@ -315,6 +315,11 @@ def test_doctor_passes_a_healthy_device_and_leaves_nothing_behind(
     assert_source(document["source"], "clidev", "entry point")
     checks = checks_of(document)
     assert {check["status"] for check in checks.values()} == {"pass"}
+    # torch 2.6's own defaults name include/TH and include/THC, which its wheel lacks.
+    from torch.utils.cpp_extension import include_paths
+
+    for torch_missing in (d for d in include_paths() if not os.path.isdir(d)):
+        assert torch_missing in checks["include_dirs"]["summary"]
     assert "libclidev_runtime.so" in str(checks["libraries"]["summary"])
     assert "compiled and linked inductor_device_options_probe.so" in str(
         checks["probe_build"]["summary"]
