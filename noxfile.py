@@ -26,6 +26,7 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import nox
+from nox.command import CommandFailed
 
 TORCH_RELEASES = ("2.6.0", "2.10.0", "2.13.0", "2.14.1", "2.15.0")
 ROOT = Path(__file__).resolve().parent
@@ -130,6 +131,15 @@ def _demo_sections(output: str) -> dict[str, str]:
     return verdicts
 
 
+def _exit_status(session: nox.Session, *args: str, **kwargs: object) -> int:
+    """Run a command and return its exit status (nox's ``run`` returns none)."""
+    try:
+        session.run(*args, **kwargs)  # type: ignore[arg-type]
+    except CommandFailed as failure:
+        return failure.return_code or 1
+    return 0
+
+
 def _upstream_patch_for(release: str) -> Path | None:
     minor = ".".join(release.split(".")[:2])
     directory = UPSTREAM_PATCHES / f"torch-{minor}"
@@ -167,7 +177,8 @@ def _matrix(session: nox.Session, release: str) -> None:
         )
 
         junit = scratch / "junit.xml"
-        pytest_rc = session.run(
+        pytest_rc = _exit_status(
+            session,
             "python",
             "-m",
             "pytest",
@@ -175,7 +186,6 @@ def _matrix(session: nox.Session, release: str) -> None:
             "no:cacheprovider",
             f"--junitxml={junit}",
             *session.posargs,
-            success_codes=range(6),
         )
         if junit.is_file():
             summary["tests"] = _junit_counts(junit)
@@ -186,31 +196,29 @@ def _matrix(session: nox.Session, release: str) -> None:
 
         demo_log = scratch / "demo.txt"
         with demo_log.open("w") as out:
-            session.run(
+            demo_rc = _exit_status(
+                session,
                 "inductor-device-options",
                 "demo",
                 "--cache-dir",
                 str(scratch / "sampledev"),
                 stdout=out,
                 stderr=out,
-                success_codes=[0, 1],
             )
         demo_output = demo_log.read_text()
         print(demo_output, flush=True)
         passed = re.search(r"^All \d+ checks passed\.$", demo_output, re.MULTILINE)
         summary["demo"] = passed.group(0) if passed else "FAILED"
         summary["demo_steps"] = _demo_sections(demo_output)
-        if not passed:
-            failures.append("the demo did not print 'All N checks passed.'")
+        if demo_rc or not passed:
+            failures.append(f"the demo did not print 'All N checks passed.' (exit {demo_rc})")
 
         if _upstream_patch_for(release) is None:
             summary["upstream"] = "no patch for this release"
         elif session.posargs:
             summary["upstream"] = "not run (pytest arguments given)"
         else:
-            verify_rc = session.run(
-                "python", "upstream/verify.py", "--skip-torch-npu", success_codes=[0, 1]
-            )
+            verify_rc = _exit_status(session, "python", "upstream/verify.py", "--skip-torch-npu")
             summary["upstream"] = "verify.py passed" if verify_rc == 0 else "verify.py FAILED"
             if verify_rc:
                 failures.append("upstream/verify.py failed")
@@ -234,3 +242,49 @@ def _make_session(release: str) -> None:
 
 for _release in TORCH_RELEASES:
     _make_session(_release)
+
+
+def _cell_tests(summary: dict[str, object]) -> str:
+    counts = summary.get("tests")
+    if not isinstance(counts, dict):
+        return "not run"
+    cell = f"{counts['passed']} passed"
+    for key in ("failed", "errors", "skipped"):
+        if counts[key]:
+            cell += f", {counts[key]} {key}"
+    return cell
+
+
+@nox.session(name="matrix-summary", python=False)
+def matrix_summary(session: nox.Session) -> None:
+    """Print what the tests-* sessions saw: the README's Compatibility table."""
+    wanted = session.posargs or [f"tests-{release}" for release in TORCH_RELEASES]
+    rows = [
+        json.loads(path.read_text())
+        for name in wanted
+        if (path := SUMMARY_DIR / f"{name}.json").is_file()
+    ]
+    if not rows:
+        session.error(f"no session results in {SUMMARY_DIR}: run nox -t matrix first")
+    print(
+        "| torch | mode | DeviceInterface hook | demo cpp_wrapper | demo AOTInductor "
+        "| tests | upstream patch |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    totals = {"passed": 0, "failed": 0, "skipped": 0}
+    for row in rows:
+        steps = row.get("demo_steps") or {}
+        print(
+            f"| {row.get('torch', row['release'])} | {row.get('mode', '?')} "
+            f"| {row.get('device_interface', '?')} | {steps.get('cpp_wrapper', 'not run')} "
+            f"| {steps.get('aoti', 'not run')} | {_cell_tests(row)} "
+            f"| {row.get('upstream') or 'not run'} |"
+        )
+        counts = row.get("tests") or {}
+        totals["passed"] += counts.get("passed", 0)
+        totals["failed"] += counts.get("failed", 0) + counts.get("errors", 0)
+        totals["skipped"] += counts.get("skipped", 0)
+    for row in rows:
+        if row.get("failures"):
+            print(f"{row['session']}: {'; '.join(row['failures'])}")
+    print(f"{totals['passed']} passed, {totals['failed']} failed, {totals['skipped']} skipped")

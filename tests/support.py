@@ -83,3 +83,32 @@ def outcome(call: Callable[[], object]) -> tuple[str, object]:
         return ("returned", call())
     except Exception as error:
         return ("raised", (type(error), str(error)))
+
+
+def cpp_builder_keeps_include_dirs_whole() -> bool:
+    """Whether this torch's ``CppBuilder`` keeps an include dir with a space as one ``-I``
+    argument (2.13 quotes it; 2.6 renders it bare, and its ``shlex.split`` cuts it)."""
+    import shlex
+
+    from torch._inductor.cpp_builder import CppBuilder, CppTorchDeviceOptions
+
+    import inductor_device_options as ido
+
+    probe_dir = "/inductor device options probe/include"
+
+    def options(device_type: str, aot_mode: bool, compile_only: bool) -> ido.CppDeviceOptions:
+        result = ido.default_cpp_device_options(device_type, aot_mode, compile_only)
+        result.include_dirs.append(probe_dir)
+        return result
+
+    try:
+        with ido.registered_cpp_device_options("includeprobe", options):
+            line = CppBuilder(
+                name="probe",
+                sources=["probe.cpp"],
+                BuildOption=CppTorchDeviceOptions(device_type="includeprobe"),
+                output_dir="",
+            ).get_command_line()
+    except ido.InvalidCppDeviceOptionsError:  # the package refuses what this torch would cut
+        return False
+    return f"-I{probe_dir}" in shlex.split(line)
