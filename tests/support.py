@@ -112,3 +112,11 @@ def cpp_builder_keeps_include_dirs_whole() -> bool:
     except ido.InvalidCppDeviceOptionsError:  # the package refuses what this torch would cut
         return False
     return f"-I{probe_dir}" in shlex.split(line)
+
+
+def torch_consults_device_interface() -> bool:
+    """Whether torch's own function asks ``DeviceInterface.get_cpp_device_options`` (2.15+);
+    before that the package backports the lookup."""
+    from torch._dynamo.device_interface import DeviceInterface
+
+    return hasattr(DeviceInterface, "get_cpp_device_options")

@@ -491,7 +491,9 @@ def _check_probe_build(
         builder = probe_builder(context.device_type, context.aot_mode, False, source, work)
         builder.build()
     except CppCompileError as error:
-        return _probe_failed(context, compiler, error.output, earlier)
+        # torch 2.6's CppCompileError keeps the compiler's output only in its message.
+        output = getattr(error, "output", None) or str(error).partition("Output:")[2]
+        return _probe_failed(context, compiler, output, earlier)
     except Exception as error:
         return _probe_failed(context, compiler, f"{type(error).__name__}: {error}", earlier)
     finally:
