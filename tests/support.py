@@ -120,3 +120,21 @@ def torch_consults_device_interface() -> bool:
     from torch._dynamo.device_interface import DeviceInterface
 
     return hasattr(DeviceInterface, "get_cpp_device_options")
+
+
+def cpp_wrapper_device_header(device: str) -> str:
+    """The device header Inductor's cpp_wrapper code includes first for ``device``: torch 2.6
+    includes ``aoti_torch/generated/c_shim_<device>.h``, later torch ``cpp_wrapper/<device>.h``."""
+    from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
+
+    include = getattr(CppWrapperCpu, "get_device_include_path_jit", None)
+    if include is None:
+        return f"torch/csrc/inductor/aoti_torch/generated/c_shim_{device}.h"
+    return str(include(device)).removeprefix("#include <").removesuffix(">")
+
+
+def torch_has_compile_subprocess() -> bool:
+    """``TORCHINDUCTOR_FX_COMPILE_MODE=subprocess`` exists (not in torch 2.6)."""
+    from torch._inductor import compile_fx
+
+    return hasattr(compile_fx, "fx_compile_mode")

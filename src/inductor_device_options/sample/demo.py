@@ -145,6 +145,10 @@ def _run_steps_in(
         os.environ[AUTOLOAD_ENV] = str(device.cache_dir)
         mode = os.environ.get("TORCHINDUCTOR_FX_COMPILE_MODE", "normal")
         demo.say(f"Inductor compile mode: {mode} (TORCHINDUCTOR_FX_COMPILE_MODE)")
+        from torch._inductor import compile_fx
+
+        if not hasattr(compile_fx, "fx_compile_mode"):
+            demo.say("(this torch has no compile modes: Inductor compiles in this process)")
 
     import torch
     from torch._inductor.cpp_builder import get_cpp_compiler
