@@ -185,6 +185,7 @@ def _matrix(session: nox.Session, release: str) -> None:
             "-p",
             "no:cacheprovider",
             f"--junitxml={junit}",
+            "--durations=10",
             *session.posargs,
         )
         if junit.is_file():
