@@ -83,20 +83,24 @@ def mock_sdk_lookup():
     )
 
 
+def use_empty_registry(test):
+    """Run ``test`` against an empty registry, so a backend that was registered at
+    import time (e.g. torch_npu) has no effect, and restore it afterwards."""
+    registry = cpp_builder._cpp_device_options_registry
+    saved = dict(registry)
+    registry.clear()
+
+    def restore():
+        registry.clear()
+        registry.update(saved)
+
+    test.addCleanup(restore)
+
+
 class TestCppDeviceOptionsRegistry(TestCase):
     def setUp(self):
         super().setUp()
-        # Run against an empty registry, so a backend that was registered at
-        # import time (e.g. torch_npu) has no effect, and restore it afterwards.
-        registry = cpp_builder._cpp_device_options_registry
-        saved = dict(registry)
-        registry.clear()
-
-        def restore():
-            registry.clear()
-            registry.update(saved)
-
-        self.addCleanup(restore)
+        use_empty_registry(self)
 
     def _enter(self, *context_managers):
         stack = contextlib.ExitStack()
@@ -226,15 +230,7 @@ class TestNpuCppDeviceOptions(TestCase):
 
     def setUp(self):
         super().setUp()
-        registry = cpp_builder._cpp_device_options_registry
-        saved = dict(registry)
-        registry.clear()
-
-        def restore():
-            registry.clear()
-            registry.update(saved)
-
-        self.addCleanup(restore)
+        use_empty_registry(self)
         register_cpp_device_options("npu", npu_device_options)
 
     def _build_options(self):
@@ -312,16 +308,8 @@ class TestRegistryAndDeviceInterface(TestCase):
 
     def setUp(self):
         super().setUp()
-        registry = cpp_builder._cpp_device_options_registry
-        saved = dict(registry)
-        registry.clear()
-
-        def restore():
-            registry.clear()
-            registry.update(saved)
-            device_interfaces.pop("iface_device", None)
-
-        self.addCleanup(restore)
+        use_empty_registry(self)
+        self.addCleanup(device_interfaces.pop, "iface_device", None)
         register_interface_for_device("iface_device", _InterfaceWithOptions)
 
     def test_the_interface_serves_an_unregistered_device(self):
