@@ -6,8 +6,9 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,11 +22,15 @@ hook_mode_only = pytest.mark.skipif(
 )
 
 
-def pythonpath_with(directory: Path) -> str:
-    """PYTHONPATH with ``directory`` first, keeping what is there (upstream/verify.py's
+def pythonpath_with(*directories: Path) -> str:
+    """PYTHONPATH with ``directories`` first, keeping what is there (upstream/verify.py's
     import overlay lives on PYTHONPATH)."""
     existing = os.environ.get("PYTHONPATH")
-    return os.pathsep.join([str(directory), *([existing] if existing else [])])
+    return os.pathsep.join([*map(str, directories), *([existing] if existing else [])])
+
+
+#: This directory: on a subprocess's PYTHONPATH, its code can ``from support import ...``.
+TESTS_DIR = Path(__file__).resolve().parent
 
 
 def run_python(
@@ -65,3 +70,89 @@ def write_distribution(
         f"[{ENTRY_POINT_GROUP}]\n"
         + "".join(f"{key} = {value}\n" for key, value in entry_points.items())
     )
+
+
+# --- what differs between torch releases, read off the running torch ----------------------
+
+
+def definitions_of(options: Any) -> list[str]:
+    """``options.get_definitions()``: torch 2.6-2.9 spell it ``get_definations``."""
+    getter = getattr(options, "get_definitions", None) or options.get_definations
+    return list(getter())
+
+
+def passthrough_args_of(options: Any) -> list[str]:
+    """``options.get_passthrough_args()``: torch 2.6-2.9 spell it ``get_passthough_args``."""
+    getter = getattr(options, "get_passthrough_args", None) or options.get_passthough_args
+    return list(getter())
+
+
+def torch_has_custom_op_libs() -> bool:
+    """``config.aot_inductor.custom_op_libs`` appeared in torch 2.7."""
+    from torch._inductor import config
+
+    return hasattr(config.aot_inductor, "custom_op_libs")
+
+
+def outcome(call: Callable[[], object]) -> tuple[str, object]:
+    """What ``call()`` did: ("returned", value) or ("raised", (type, message)), so that two
+    calls can be compared whichever way this torch's code goes."""
+    try:
+        return ("returned", call())
+    except Exception as error:
+        return ("raised", (type(error), str(error)))
+
+
+def cpp_builder_keeps_include_dirs_whole() -> bool:
+    """Whether this torch's ``CppBuilder`` keeps an include dir with a space as one ``-I``
+    argument (2.13 quotes it; 2.6 renders it bare, and its ``shlex.split`` cuts it)."""
+    import shlex
+
+    from torch._inductor.cpp_builder import CppBuilder, CppTorchDeviceOptions
+
+    import inductor_device_options as ido
+
+    probe_dir = "/inductor device options probe/include"
+
+    def options(device_type: str, aot_mode: bool, compile_only: bool) -> ido.CppDeviceOptions:
+        result = ido.default_cpp_device_options(device_type, aot_mode, compile_only)
+        result.include_dirs.append(probe_dir)
+        return result
+
+    try:
+        with ido.registered_cpp_device_options("includeprobe", options):
+            line = CppBuilder(
+                name="probe",
+                sources=["probe.cpp"],
+                BuildOption=CppTorchDeviceOptions(device_type="includeprobe"),
+                output_dir="",
+            ).get_command_line()
+    except ido.InvalidCppDeviceOptionsError:  # the package refuses what this torch would cut
+        return False
+    return f"-I{probe_dir}" in shlex.split(line)
+
+
+def torch_consults_device_interface() -> bool:
+    """Whether torch's own function asks ``DeviceInterface.get_cpp_device_options`` (2.15+);
+    before that the package backports the lookup."""
+    from torch._dynamo.device_interface import DeviceInterface
+
+    return hasattr(DeviceInterface, "get_cpp_device_options")
+
+
+def cpp_wrapper_device_header(device: str) -> str:
+    """The device header Inductor's cpp_wrapper code includes first for ``device``: torch 2.6
+    includes ``aoti_torch/generated/c_shim_<device>.h``, later torch ``cpp_wrapper/<device>.h``."""
+    from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
+
+    include = getattr(CppWrapperCpu, "get_device_include_path_jit", None)
+    if include is None:
+        return f"torch/csrc/inductor/aoti_torch/generated/c_shim_{device}.h"
+    return str(include(device)).removeprefix("#include <").removesuffix(">")
+
+
+def torch_has_compile_subprocess() -> bool:
+    """``TORCHINDUCTOR_FX_COMPILE_MODE=subprocess`` exists (not in torch 2.6)."""
+    from torch._inductor import compile_fx
+
+    return hasattr(compile_fx, "fx_compile_mode")

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import NATIVE, check_python, pythonpath_with, write_distribution
+from support import NATIVE, TESTS_DIR, check_python, pythonpath_with, write_distribution
 
 PROVIDER = """\
 import os
@@ -97,15 +97,16 @@ def test_a_broken_entry_point_fails_only_its_device(site: Path) -> None:
 import torch
 import inductor_device_options as ido
 from torch._inductor.cpp_builder import CppTorchDeviceOptions
+from support import definitions_of
 for device in ["brokendev", "raisingdev"]:
     try:
         CppTorchDeviceOptions(device_type=device)
     except ido.ProviderLoadError as error:
         print(type(error).__name__, error.device_type, "|", error)
-print("EPDEV_DEVICE" in CppTorchDeviceOptions(device_type="epdev").get_definitions())
+print("EPDEV_DEVICE" in definitions_of(CppTorchDeviceOptions(device_type="epdev")))
 print(ido.get_cpp_device_options("cpu") == ido.default_cpp_device_options("cpu"))
 """,
-        env={"PYTHONPATH": pythonpath_with(site)},
+        env={"PYTHONPATH": pythonpath_with(site, TESTS_DIR)},
     )
     assert out.splitlines() == [
         "ProviderLoadError brokendev | cannot load the C++ options provider for device "

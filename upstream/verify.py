@@ -9,9 +9,11 @@ Usage (from the repository root, with the project's virtualenv)::
 Steps (each prints one ``PASS``/``FAIL``/``SKIP`` line; exit status 1 if any failed):
 
 1. ``pytorch-patch``: copy the installed ``torch/_inductor/cpp_builder.py`` into a
-   temporary tree, check ``pytorch/0001-inductor-register-cpp-device-options.patch``
+   temporary tree, check the patch made for that torch release,
+   ``pytorch/torch-<major.minor>/0001-inductor-register-cpp-device-options.patch``,
    with ``git apply --check`` (or ``patch --dry-run --fuzz=0`` when git is missing),
-   apply it there and byte-compile the result.
+   apply it there and byte-compile the result. A torch with no patch of its own
+   fails the step, naming the releases that have one.
 2. Run the tests with an import overlay. A temporary directory goes first on
    ``PYTHONPATH``. Its ``sitecustomize.py`` puts a ``sys.meta_path`` finder in
    front that loads ``torch._inductor.cpp_builder`` from the patched copy.
@@ -73,7 +75,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parent
-PYTORCH_PATCH = HERE / "pytorch" / "0001-inductor-register-cpp-device-options.patch"
+PYTORCH_PATCHES = HERE / "pytorch"
+PYTORCH_PATCH_NAME = "0001-inductor-register-cpp-device-options.patch"
 PYTORCH_TESTS = HERE / "pytorch" / "test_cpp_device_options_registry.py"
 NPU_PATCH = HERE / "torch_npu" / "0001-inductor-register-npu-cpp-device-options.patch"
 
@@ -221,6 +224,7 @@ class Overlay:
     patched: Path  # patched copy that the overlay loads instead
     env: dict[str, str]  # environment for subprocesses that should see the overlay
     numstat: str  # "+added/-removed" of the applied patch
+    patch: Path  # the patch applied: the one made for the installed torch
 
 
 class VerifyError(Exception):
@@ -248,6 +252,22 @@ def torch_version() -> str:
         return importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
+
+
+def pytorch_patch_for(version: str) -> Path:
+    """The PyTorch patch made against ``version``'s cpp_builder.py (matched on major.minor).
+
+    Raises VerifyError naming the releases that have a patch when there is none.
+    """
+    minor = ".".join(version.split("+")[0].split(".")[:2])
+    patch = PYTORCH_PATCHES / f"torch-{minor}" / PYTORCH_PATCH_NAME
+    if patch.is_file():
+        return patch
+    have = sorted(p.parent.name for p in PYTORCH_PATCHES.glob(f"torch-*/{PYTORCH_PATCH_NAME}"))
+    raise VerifyError(
+        f"no PyTorch patch for torch {version}: upstream/pytorch has patches for "
+        f"{', '.join(have) or 'no release'}"
+    )
 
 
 def _isolated_git_env(root: Path) -> dict[str, str]:
@@ -317,10 +337,11 @@ def torch_overlay() -> Iterator[Overlay]:
     Raises VerifyError if the PyTorch patch does not apply to the installed torch.
     """
     original = installed_cpp_builder()
+    patch = pytorch_patch_for(torch_version())
     with tempfile.TemporaryDirectory(prefix="idopt-overlay-") as tmp:
         root = Path(tmp).resolve()
         tree = root / "tree"
-        stat = apply_patch(PYTORCH_PATCH, tree, TORCH_REL_PATH, original)
+        stat = apply_patch(patch, tree, TORCH_REL_PATH, original)
         patched = tree / TORCH_REL_PATH
         site = root / "site"
         site.mkdir()
@@ -331,7 +352,7 @@ def torch_overlay() -> Iterator[Overlay]:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), env.get("PYTHONPATH", "")) if p)
         env[EXPECT_NATIVE_ENV] = "1"
         env[OVERLAY_ENV] = str(patched)
-        yield Overlay(original=original, patched=patched, env=env, numstat=stat)
+        yield Overlay(original=original, patched=patched, env=env, numstat=stat, patch=patch)
 
 
 def probe_overlay(overlay: Overlay) -> StepResult:
@@ -571,7 +592,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     StepResult(
                         "pytorch-patch",
                         "PASS",
-                        f"{PYTORCH_PATCH.name} applies cleanly to torch {torch_version()} "
+                        f"{overlay.patch.relative_to(HERE)} applies cleanly to torch "
+                        f"{torch_version()} "
                         f"{overlay.original} ({overlay.numstat})",
                     )
                 )

@@ -406,9 +406,14 @@ def _check_include_dirs(context: _Context) -> Check:
     if context.options is None:
         return _skipped("include_dirs", title, context)
     dirs = context.options.include_dirs
+    # torch's own defaults may name dirs its wheel lacks (2.6: include/TH, include/THC):
+    # reported, but not the device's problem.
+    from torch.utils.cpp_extension import include_paths
+
+    torch_missing = [d for d in dirs if d in include_paths() and not os.path.isdir(d)]
     problems = [
         Problem(cause, context.fix_sdk)
-        for cause in (_dir_problem("include dir", path) for path in dirs)
+        for cause in (_dir_problem("include dir", d) for d in dirs if d not in torch_missing)
         if cause is not None
     ]
     if problems:
@@ -419,7 +424,10 @@ def _check_include_dirs(context: _Context) -> Check:
             f"{len(problems)} of {_plural(len(dirs), 'include dir')} missing",
             tuple(problems),
         )
-    return Check("include_dirs", title, "pass", _plural(len(dirs), "dir") if dirs else "none")
+    summary = _plural(len(dirs), "dir") if dirs else "none"
+    if torch_missing:
+        summary += f"; torch's own defaults name missing {', '.join(torch_missing)} (ignored)"
+    return Check("include_dirs", title, "pass", summary)
 
 
 def _dir_problem(kind: str, path: str) -> str | None:
@@ -547,7 +555,9 @@ def _check_probe_build(
         builder = probe_builder(context.device_type, context.aot_mode, False, source, work)
         builder.build()
     except CppCompileError as error:
-        return _probe_failed(context, compiler, error.output, earlier)
+        # torch 2.6's CppCompileError keeps the compiler's output only in its message.
+        output = getattr(error, "output", None) or str(error).partition("Output:")[2]
+        return _probe_failed(context, compiler, output, earlier)
     except KeyboardInterrupt:
         raise
     except BaseException as error:

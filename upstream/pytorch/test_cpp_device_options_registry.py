@@ -17,9 +17,16 @@ reach Inductor's C++ builder.
 """
 
 import contextlib
+import inspect
+import unittest
 import warnings
 from unittest import mock
 
+from torch._dynamo.device_interface import (
+    DeviceInterface,
+    device_interfaces,
+    register_interface_for_device,
+)
 from torch._inductor import cpp_builder
 from torch._inductor.cpp_builder import (
     CppBuilder,
@@ -76,20 +83,24 @@ def mock_sdk_lookup():
     )
 
 
+def use_empty_registry(test):
+    """Run ``test`` against an empty registry, so a backend that was registered at
+    import time (e.g. torch_npu) has no effect, and restore it afterwards."""
+    registry = cpp_builder._cpp_device_options_registry
+    saved = dict(registry)
+    registry.clear()
+
+    def restore():
+        registry.clear()
+        registry.update(saved)
+
+    test.addCleanup(restore)
+
+
 class TestCppDeviceOptionsRegistry(TestCase):
     def setUp(self):
         super().setUp()
-        # Run against an empty registry, so a backend that was registered at
-        # import time (e.g. torch_npu) has no effect, and restore it afterwards.
-        registry = cpp_builder._cpp_device_options_registry
-        saved = dict(registry)
-        registry.clear()
-
-        def restore():
-            registry.clear()
-            registry.update(saved)
-
-        self.addCleanup(restore)
+        use_empty_registry(self)
 
     def _enter(self, *context_managers):
         stack = contextlib.ExitStack()
@@ -219,15 +230,7 @@ class TestNpuCppDeviceOptions(TestCase):
 
     def setUp(self):
         super().setUp()
-        registry = cpp_builder._cpp_device_options_registry
-        saved = dict(registry)
-        registry.clear()
-
-        def restore():
-            registry.clear()
-            registry.update(saved)
-
-        self.addCleanup(restore)
+        use_empty_registry(self)
         register_cpp_device_options("npu", npu_device_options)
 
     def _build_options(self):
@@ -276,6 +279,69 @@ class TestNpuCppDeviceOptions(TestCase):
         self.assertIn("-lascendcl", cmd)
         self.assertIn("-ltorch_npu", cmd)
         self.assertIn("-DBUILD_LIBTORCH=ON", cmd)
+
+
+INTERFACE_OPTIONS = (
+    ["USE_INTERFACE_DEVICE"],
+    ["/interface/include"],
+    [],
+    [],
+    ["/interface/lib"],
+    ["interfacelib"],
+    [],
+)
+
+
+class _InterfaceWithOptions(DeviceInterface):
+    @staticmethod
+    def get_cpp_device_options(aot_mode, compile_only):
+        return tuple(list(x) for x in INTERFACE_OPTIONS)
+
+
+@unittest.skipUnless(
+    hasattr(DeviceInterface, "get_cpp_device_options"),
+    "this torch's get_cpp_torch_device_options does not ask DeviceInterface",
+)
+class TestRegistryAndDeviceInterface(TestCase):
+    """The order when both exist: a registration, then the device's
+    DeviceInterface.get_cpp_device_options, then the built-in branches."""
+
+    def setUp(self):
+        super().setUp()
+        use_empty_registry(self)
+        self.addCleanup(device_interfaces.pop, "iface_device", None)
+        register_interface_for_device("iface_device", _InterfaceWithOptions)
+
+    def test_the_interface_serves_an_unregistered_device(self):
+        self.assertEqual(get_cpp_torch_device_options("iface_device"), INTERFACE_OPTIONS)
+
+    def test_a_registration_comes_before_the_interface(self):
+        callback = mock.Mock(side_effect=mock_device_options)
+        register_cpp_device_options("iface_device", callback)
+        self.assertEqual(get_cpp_torch_device_options("iface_device", True), MOCK_OPTIONS)
+        callback.assert_called_once_with("iface_device", True, False)
+
+    def test_a_callback_can_extend_the_interface_options(self):
+        def extend(device_type, aot_mode=False, compile_only=False):
+            interface = cpp_builder.get_interface_for_device(device_type)
+            options = interface.get_cpp_device_options(aot_mode, compile_only)
+            options[0].append("USE_EXTENSION")
+            return options
+
+        register_cpp_device_options("iface_device", extend)
+        built = CppTorchDeviceOptions(device_type="iface_device")
+        self.assertIn("USE_INTERFACE_DEVICE", built.get_definitions())
+        self.assertIn("USE_EXTENSION", built.get_definitions())
+        self.assertIn("interfacelib", built.get_libraries())
+
+    @unittest.skipUnless(
+        "cpp_stdlib" in inspect.signature(get_cpp_torch_device_options).parameters,
+        "this torch has no cpp_stdlib",
+    )
+    def test_cpp_stdlib_is_validated_before_the_registry(self):
+        register_cpp_device_options("mock_device", mock_device_options)
+        with self.assertRaisesRegex(RuntimeError, "libc\\+\\+"):
+            get_cpp_torch_device_options("mock_device", cpp_stdlib="libc++")
 
 
 if __name__ == "__main__":

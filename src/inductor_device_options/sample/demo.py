@@ -134,6 +134,7 @@ def _run_steps(demo: _Demo, cache_dir: str | os.PathLike[str] | None, ranks: int
 def _inductor_cache_base(user_directory: str | None) -> Iterator[str]:
     """The user's Inductor cache, or a temporary one set for the block and then removed."""
     if user_directory is not None:
+        os.makedirs(user_directory, exist_ok=True)  # torch 2.6's fresh cache does not
         yield user_directory
         return
     directory = tempfile.mkdtemp(prefix="inductor-device-options-demo-")
@@ -165,10 +166,14 @@ def _run_steps_in(
         os.environ[AUTOLOAD_ENV] = str(device.cache_dir)
         mode = os.environ.get("TORCHINDUCTOR_FX_COMPILE_MODE", "normal")
         demo.say(f"Inductor compile mode: {mode} (TORCHINDUCTOR_FX_COMPILE_MODE)")
+        from torch._inductor import compile_fx
+
+        if not hasattr(compile_fx, "fx_compile_mode"):
+            demo.say("(this torch has no compile modes: Inductor compiles in this process)")
 
     import torch
     from torch._inductor.cpp_builder import get_cpp_compiler
-    from torch._inductor.utils import fresh_cache
+    from torch._inductor.utils import fresh_inductor_cache as fresh_cache  # 2.6's name too
 
     with demo.step(f'C++ options Inductor gets for "{DEVICE_NAME}"'):
         added = _show_options(demo)
@@ -376,13 +381,15 @@ def _check_fails_without_options(
 ) -> None:
     import torch
     from torch._inductor import compile_fx
-    from torch._inductor.utils import fresh_cache
+    from torch._inductor.utils import fresh_inductor_cache as fresh_cache  # 2.6's name too
 
     torch._dynamo.reset()
     # Compile subprocesses set the device up with its options (autoload): the control
-    # compiles in this process, where the registration below applies.
-    compile_mode = compile_fx.fx_compile_mode
-    compile_fx.fx_compile_mode = compile_fx.FxCompileMode.NORMAL
+    # compiles in this process, where the registration below applies. (torch 2.6 always
+    # compiles in this process: it has no compile modes.)
+    compile_mode = getattr(compile_fx, "fx_compile_mode", None)
+    if compile_mode is not None:
+        compile_fx.fx_compile_mode = compile_fx.FxCompileMode.NORMAL
     try:
         with (
             registered_cpp_device_options(DEVICE_NAME, default_cpp_device_options),
@@ -395,7 +402,8 @@ def _check_fails_without_options(
             else:
                 message = ""
     finally:
-        compile_fx.fx_compile_mode = compile_mode
+        if compile_mode is not None:
+            compile_fx.fx_compile_mode = compile_mode
     torch._dynamo.reset()
     first_error = next((line.strip() for line in message.splitlines() if "error:" in line), "")
     demo.check(

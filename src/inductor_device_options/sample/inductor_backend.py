@@ -7,7 +7,7 @@ report, which is what selects the device's headers and C++ options."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch._dynamo.device_interface import (
@@ -23,7 +23,9 @@ from torch._inductor.codegen.common import (
 from torch._inductor.codegen.cpp import CppScheduling
 from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
 from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
-from torch._inductor.ir import GraphPartitionSignature
+
+if TYPE_CHECKING:  # torch 2.6 has no graph partitions: no GraphPartitionSignature
+    from torch._inductor.ir import GraphPartitionSignature
 
 from .device import DEVICE_COUNT
 from .sdk import DEVICE_NAME
@@ -60,6 +62,8 @@ class SampledevPythonWrapperCodegen(PythonWrapperCodegen):
     ) -> PythonWrapperCodegen:
         if is_subgraph:
             assert subgraph_name is not None and parent_wrapper is not None
+            if partition_signatures is None:  # torch 2.6 passes and takes no signatures
+                return SubgraphPythonWrapperCodegen(subgraph_name, parent_wrapper)
             return SubgraphPythonWrapperCodegen(subgraph_name, parent_wrapper, partition_signatures)
         return SampledevPythonWrapperCodegen()  # type: ignore[no-untyped-call]
 

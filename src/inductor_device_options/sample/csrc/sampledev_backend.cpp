@@ -142,11 +142,12 @@ C10_REGISTER_GUARD_IMPL(PrivateUse1, DeviceGuard);
 // -------------------------------------------------------------------- hooks
 
 struct Hooks final : at::PrivateUse1HooksInterface {
-  bool isBuilt() const override {
+  // Virtual in newer torch; torch 2.6's interface has neither, hence no `override`.
+  bool isBuilt() const {
     return true;
   }
 
-  bool isAvailable() const override {
+  bool isAvailable() const {
     return true;
   }
 
@@ -387,24 +388,25 @@ std::string container_device(const std::string& device) {
 
 class ModelContainerRunner final : public torch::inductor::AOTIModelContainerRunner {
  public:
+  // torch 2.6 passes (bin_dir); later torch (bin_dir, run_single_threaded).
+  template <typename... Rest>
   ModelContainerRunner(
       const std::string& model_so_path,
       size_t num_models,
       const std::string& device,
-      const std::string& bin_dir,
-      bool run_single_threaded)
-      : AOTIModelContainerRunner(
-            model_so_path, num_models, container_device(device), bin_dir, run_single_threaded) {}
+      Rest... rest)
+      : AOTIModelContainerRunner(model_so_path, num_models, container_device(device), rest...) {}
 };
 
+// A template: taking its address for torch's CreateAOTIModelRunnerFunc deduces the
+// parameters that torch's runner factory has.
+template <typename... Rest>
 std::unique_ptr<torch::inductor::AOTIModelContainerRunner> create_model_container_runner(
     const std::string& model_so_path,
     size_t num_models,
     const std::string& device,
-    const std::string& bin_dir,
-    const bool run_single_threaded) {
-  return std::make_unique<ModelContainerRunner>(
-      model_so_path, num_models, device, bin_dir, run_single_threaded);
+    Rest... rest) {
+  return std::make_unique<ModelContainerRunner>(model_so_path, num_models, device, rest...);
 }
 
 torch::inductor::RegisterAOTIModelRunner register_model_container_runner(
