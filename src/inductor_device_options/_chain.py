@@ -60,7 +60,7 @@ class Adopted:
         self._seen: set[bool] = set()  # True: chained; False: did not
 
     def __call__(self, args: Args, kwargs: Kwargs) -> Any:
-        if kwargs and self._keywords is not None:
+        if kwargs and self._keywords is not None and not self._keywords.issuperset(kwargs):
             # torch 2.15 passes cpp_stdlib=, which a function written for 2.13 rejects.
             kwargs = {key: value for key, value in kwargs.items() if key in self._keywords}
         return self.function(*args, **kwargs)
@@ -116,6 +116,10 @@ class _Local(threading.local):
 
 
 _local = _Local()
+# How many adopted functions run, in all threads: while none does, a lookup need not look
+# at its thread's frames (the fast path of torch's own devices).
+_running = [0]
+_running_lock = threading.Lock()
 
 
 def _device_name(args: Args, kwargs: Kwargs) -> str | None:
@@ -205,14 +209,14 @@ class Chain:
         base = self.base
 
         def get_cpp_torch_device_options(*args: Any, **kwargs: Any) -> Any:
-            frames = _local.frames
-            if frames and frames[-1][0] == _frame_device(args, kwargs):
-                frames[-1][1] = True
-            if adopted is None:
-                device_type = args[0] if args else kwargs.get("device_type")
-                if type(device_type) is str and device_type in reserved:
-                    return base(*args, **kwargs)  # torch's devices, nothing adopted: fast
-            return self._evaluate(state, args, kwargs)
+            device_type = args[0] if args else kwargs.get("device_type")
+            if _running[0]:  # an adopted function runs somewhere: is it this thread's, above?
+                frames = _local.frames
+                if frames and _same_device(frames[-1][0], device_type):
+                    frames[-1][1] = True  # it called back: it chains
+            if adopted is None and type(device_type) is str and device_type in reserved:
+                return base(*args, **kwargs)  # torch's devices, nothing adopted: fast
+            return self._evaluate(state, device_type, args, kwargs)
 
         get_cpp_torch_device_options.__doc__ = self.base.__doc__
         get_cpp_torch_device_options.__wrapped__ = self.base  # type: ignore[attr-defined]
@@ -235,25 +239,28 @@ class Chain:
 
     # --- lookups -------------------------------------------------------------------------
 
-    def _evaluate(self, state: _State, args: Args, kwargs: Kwargs) -> Any:
-        device = _device_name(args, kwargs)
-        if device is not None and device in _local.bypassed:
-            device = None
+    def _evaluate(self, state: _State, device_type: object, args: Args, kwargs: Kwargs) -> Any:
         adopted = state.adopted
         if adopted is None:
-            return self._evaluate_bottom(device, args, kwargs)
-        frame = [_frame_device(args, kwargs), False]
-        _local.frames.append(frame)
+            return self._evaluate_bottom(self._served_device(args, kwargs), args, kwargs)
+        frames = _local.frames
+        frame = [device_type, False]
+        frames.append(frame)
+        with _running_lock:
+            _running[0] += 1
         error: Exception | None = None
         try:
             result = adopted(args, kwargs)
         except Exception as caught:
             result, error = None, caught
         finally:
-            _local.frames.pop()
-        chained = bool(frame[1])
+            frames.pop()
+            with _running_lock:
+                _running[0] -= 1
+        chained = frame[1] is True
         adopted.observe(chained)
-        if not chained and device is not None:
+        device = None if chained else self._served_device(args, kwargs)
+        if device is not None:
             # A replacement for this device: the package's sources come first, and what the
             # replacement gave is the device's default.
             default: Thunk = (
@@ -266,6 +273,11 @@ class Chain:
             raise error
         return result
 
+    @staticmethod
+    def _served_device(args: Args, kwargs: Kwargs) -> str | None:
+        device = _device_name(args, kwargs)
+        return None if device is None or device in _local.bypassed else device
+
     def _evaluate_bottom(self, device: str | None, args: Args, kwargs: Kwargs) -> Any:
         if device is not None:
             served = self._serve(device, args, kwargs, lambda: self._base_default(args, kwargs))
@@ -276,11 +288,15 @@ class Chain:
         return self.base(*args, **kwargs)
 
 
-def _frame_device(args: Args, kwargs: Kwargs) -> object:
-    device_type = args[0] if args else kwargs.get("device_type")
-    if type(device_type) is str:
-        return _normalized_or_none(device_type) or device_type
-    return device_type
+def _same_device(running: object, called: object) -> bool:
+    if running == called:
+        return True
+    # "npu" and "npu:0" are one device.
+    return (
+        type(running) is str
+        and type(called) is str
+        and _normalized_or_none(running) == _normalized_or_none(called) is not None
+    )
 
 
 @contextmanager
