@@ -142,13 +142,16 @@ def torch_consults_device_interface() -> bool:
 
 def cpp_wrapper_device_header(device: str) -> str:
     """The device header Inductor's cpp_wrapper code includes first for ``device``: torch 2.6
-    includes ``aoti_torch/generated/c_shim_<device>.h``, later torch ``cpp_wrapper/<device>.h``."""
+    includes ``aoti_torch/generated/c_shim_<device>.h``, later torch ``cpp_wrapper/<device>.h``
+    (named by ``get_device_include_path_jit``; 2.10's ``get_device_include_path`` needs a graph)."""
     from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
 
     include = getattr(CppWrapperCpu, "get_device_include_path_jit", None)
-    if include is None:
-        return f"torch/csrc/inductor/aoti_torch/generated/c_shim_{device}.h"
-    return str(include(device)).removeprefix("#include <").removesuffix(">")
+    if include is not None:
+        return str(include(device)).removeprefix("#include <").removesuffix(">")
+    if hasattr(CppWrapperCpu, "get_device_include_path"):
+        return f"torch/csrc/inductor/cpp_wrapper/{device}.h"
+    return f"torch/csrc/inductor/aoti_torch/generated/c_shim_{device}.h"
 
 
 def torch_has_compile_subprocess() -> bool:
