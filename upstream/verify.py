@@ -527,7 +527,9 @@ def check_npu_patch(overlay: Overlay | None, wheel_arg: str | None) -> StepResul
             for mode, env in checks:
                 proc = subprocess.run(
                     [sys.executable, "-c", NPU_PROBE, str(patched), mode],
-                    env=env,
+                    # torch_npu's patch against torch alone: without this package's autoload,
+                    # whose hook would adopt the legacy replacement instead of letting it stand.
+                    env={**env, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
                     cwd=root,
                     capture_output=True,
                     text=True,

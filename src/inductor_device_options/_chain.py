@@ -326,6 +326,11 @@ def pending_default_for(device_type: str, aot_mode: bool, compile_only: bool) ->
     return None
 
 
+def is_bypassed(device_type: str) -> bool:
+    """Whether this thread computes ``device_type``'s default right now."""
+    return device_type in _local.bypassed
+
+
 @contextmanager
 def bypassing(device_type: str) -> Iterator[None]:
     """Lookups of ``device_type`` skip the package's sources (to compute its default)."""

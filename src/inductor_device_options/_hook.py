@@ -34,6 +34,7 @@ from ._chain import (
     Thunk,
     bypassing,
     flags,
+    is_bypassed,
     make_adopting,
     pending_default,
     pending_default_for,
@@ -102,6 +103,11 @@ def _native_dispatcher(
     device_type: str, aot_mode: bool = False, compile_only: bool = False
 ) -> OptionsTuple:
     name = _registry.normalize_device_type(device_type)
+    if is_bypassed(name):
+        # Computing the device's default, and torch's function asked its registry anyway (a
+        # function adopted after the hook called torch's own): give torch's defaults.
+        installation = _installed()
+        return installation.previous(_DEFAULTS_PROBE_DEVICE, aot_mode, compile_only)  # type: ignore[no-any-return]
     options = resolve(name, aot_mode, compile_only, use_device_interface=False)
     if options is None:  # The registration went away: give what torch gives.
         options = default_cpp_device_options(name, aot_mode, compile_only)
