@@ -119,6 +119,7 @@ _local = _Local()
 # How many adopted functions run, in all threads: while none does, a lookup need not look
 # at its thread's frames (the fast path of torch's own devices).
 _running = [0]
+_BARRIER = object()
 _running_lock = threading.Lock()
 
 
@@ -336,9 +337,13 @@ def bypassing(device_type: str) -> Iterator[None]:
     """Lookups of ``device_type`` skip the package's sources (to compute its default)."""
     added = device_type not in _local.bypassed
     _local.bypassed.add(device_type)
+    # A barrier frame: the lookup made here is not a call-back of the function running
+    # (torch's own function, reaching its registry under it, in native mode).
+    _local.frames.append([_BARRIER, False])
     try:
         yield
     finally:
+        _local.frames.pop()
         if added:
             _local.bypassed.discard(device_type)
 
