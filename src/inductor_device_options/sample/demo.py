@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import (
+    RESERVED_DEVICE_TYPES,
     CppDeviceOptions,
     default_cpp_device_options,
     get_cpp_device_options,
@@ -437,8 +438,10 @@ def _check_other_patchers(
     def legacy_replacement(
         device_type: str, aot_mode: bool = False, compile_only: bool = False
     ) -> Any:
-        # A backend's own copy of torch's function, assigned for every device.
-        return torch_function(device_type, aot_mode, compile_only)
+        # A backend's own copy of torch's function, assigned for every device: it knows
+        # torch's devices, and gives any other one torch's generic options.
+        known = device_type if device_type in RESERVED_DEVICE_TYPES else "legacy_backend_device"
+        return torch_function(known, aot_mode, compile_only)
 
     cpp_builder.get_cpp_torch_device_options = legacy_replacement
     captured = cpp_builder.get_cpp_torch_device_options
