@@ -2,6 +2,7 @@
 
 Inductor writes large files (a precompiled header is ~150 MB): the whole session
 points TORCHINDUCTOR_CACHE_DIR and TMPDIR at one temporary directory and removes it.
+Each pytest-xdist worker has a directory of its own, inside the controller's.
 """
 
 from __future__ import annotations
@@ -12,13 +13,18 @@ import tempfile
 from collections.abc import Iterator
 
 import pytest
+from support import SHARED_DIR_ENV
 
 _session_dir: str | None = None
 
 
 def pytest_configure(config: pytest.Config) -> None:
     global _session_dir
-    _session_dir = tempfile.mkdtemp(prefix="inductor-device-options-tests-")
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    parent = os.environ.get(SHARED_DIR_ENV) if worker else None
+    _session_dir = tempfile.mkdtemp(prefix="inductor-device-options-tests-", dir=parent)
+    if parent is None:
+        os.environ[SHARED_DIR_ENV] = _session_dir
     os.makedirs(os.path.join(_session_dir, "tmp"))
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(_session_dir, "inductor-cache")
     os.environ["TMPDIR"] = os.path.join(_session_dir, "tmp")

@@ -159,3 +159,21 @@ def torch_has_compile_subprocess() -> bool:
     from torch._inductor import compile_fx
 
     return hasattr(compile_fx, "fx_compile_mode")
+
+
+def torch_precompiles_cpp_headers() -> bool:
+    """Inductor precompiles the headers of cpp_wrapper code in every process that compiles
+    (``config.cpp_cache_precompile_headers``; torch 2.6 has no such step)."""
+    from torch._inductor import config
+
+    return bool(getattr(config, "cpp_cache_precompile_headers", False))
+
+
+# The session's directory: under pytest-xdist the controller's, which its workers share
+# (each worker's own is made inside it). tests/conftest.py sets it.
+SHARED_DIR_ENV = "INDUCTOR_DEVICE_OPTIONS_TESTS_DIR"
+
+
+def shared_test_dir() -> Path:
+    """The directory every process of this test run shares, removed at its end."""
+    return Path(os.environ[SHARED_DIR_ENV])

@@ -162,7 +162,7 @@ _log_path: Path | None = None
 
 
 def _command_log() -> Path:
-    """This process's log for its children's commands, created once and named in the env."""
+    """This process's log for its children's commands, created once, named in the env."""
     global _log_path
     with _lock:
         if _log_path is None:
@@ -170,7 +170,9 @@ def _command_log() -> Path:
             os.close(handle)
             _log_path = Path(name)
             atexit.register(_log_path.unlink, missing_ok=True)
-            os.environ[COMMAND_LOG_ENV] = name
+        # Named again at every recording: whatever restores os.environ after a block (torch
+        # 2.6's fresh_inductor_cache, mock.patch.dict) takes out a name set inside it.
+        os.environ[COMMAND_LOG_ENV] = str(_log_path)
         return _log_path
 
 

@@ -174,7 +174,6 @@ def _run_steps_in(
 
     import torch
     from torch._inductor.cpp_builder import get_cpp_compiler
-    from torch._inductor.utils import fresh_inductor_cache as fresh_cache  # 2.6's name too
 
     with demo.step(f'C++ options Inductor gets for "{DEVICE_NAME}"'):
         added = _show_options(demo)
@@ -188,9 +187,7 @@ def _run_steps_in(
     linear_expected = linear_model(*inputs)
     linear_model.to(DEVICE_NAME)
 
-    # A new directory, so that Inductor compiles (and we see the commands) instead of
-    # reusing what an earlier run built.
-    with fresh_cache(dir=inductor_cache_base, delete=False):
+    with _fresh_inductor_cache(inductor_cache_base):
         inductor_cache = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
         where = "kept" if kept else "temporary, removed at the end"
         demo.say(f"\nInductor cache: {inductor_cache} ({where})", 0)
@@ -377,34 +374,52 @@ def _check_result(demo: _Demo, result: torch.Tensor, expected: torch.Tensor) -> 
     )
 
 
-def _check_fails_without_options(
-    demo: _Demo, model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], inductor_cache_base: str
-) -> None:
-    import torch
-    from torch._inductor import compile_fx
-    from torch._inductor.utils import fresh_inductor_cache as fresh_cache  # 2.6's name too
+@contextmanager
+def _fresh_inductor_cache(inductor_cache_base: str) -> Iterator[None]:
+    """A new Inductor cache directory under ``inductor_cache_base``, kept afterwards, so that
+    Inductor compiles (and the commands are seen) instead of reusing an earlier run's."""
+    # fresh_inductor_cache: the name on every torch of the matrix (2.6 has no fresh_cache).
+    from torch._inductor.utils import fresh_inductor_cache
 
-    torch._dynamo.reset()
-    # Compile subprocesses set the device up with its options (autoload): the control
-    # compiles in this process, where the registration below applies. (torch 2.6 always
-    # compiles in this process: it has no compile modes.)
+    with fresh_inductor_cache(dir=inductor_cache_base, delete=False):
+        yield
+
+
+@contextmanager
+def _compiling_in_this_process() -> Iterator[None]:
+    """Inductor compiles in this process, where what the demo registers or assigns applies
+    (a compile subprocess sets the device up afresh, through the autoload). torch 2.6 has no
+    compile modes: it always compiles in this process."""
+    from torch._inductor import compile_fx
+
     compile_mode = getattr(compile_fx, "fx_compile_mode", None)
     if compile_mode is not None:
         compile_fx.fx_compile_mode = compile_fx.FxCompileMode.NORMAL
     try:
-        with (
-            registered_cpp_device_options(DEVICE_NAME, default_cpp_device_options),
-            fresh_cache(dir=inductor_cache_base, delete=False),
-        ):
-            try:
-                torch.compile(model, options={"cpp_wrapper": True})(*inputs)
-            except Exception as error:  # Inductor wraps the compiler's error
-                message = str(error)
-            else:
-                message = ""
+        yield
     finally:
         if compile_mode is not None:
             compile_fx.fx_compile_mode = compile_mode
+
+
+def _check_fails_without_options(
+    demo: _Demo, model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], inductor_cache_base: str
+) -> None:
+    import torch
+
+    torch._dynamo.reset()
+    # The control compiles in this process, where the registration below applies.
+    with (
+        _compiling_in_this_process(),
+        registered_cpp_device_options(DEVICE_NAME, default_cpp_device_options),
+        _fresh_inductor_cache(inductor_cache_base),
+    ):
+        try:
+            torch.compile(model, options={"cpp_wrapper": True})(*inputs)
+        except Exception as error:  # Inductor wraps the compiler's error
+            message = str(error)
+        else:
+            message = ""
     torch._dynamo.reset()
     first_error = next((line.strip() for line in message.splitlines() if "error:" in line), "")
     demo.check(
@@ -428,9 +443,7 @@ def _check_other_patchers(
 
     import torch
     import torch._inductor.cpp_builder as cpp_builder
-    from torch._inductor import compile_fx
     from torch._inductor.cpp_builder import get_cpp_compiler
-    from torch._inductor.utils import fresh_cache
 
     saved = cpp_builder.get_cpp_torch_device_options
     torch_function = inspect.unwrap(saved)
@@ -460,20 +473,18 @@ def _check_other_patchers(
         "cpp_builder.get_cpp_torch_device_options = chaining_wrapper    # adds -D "
         f"{WRAPPER_MACRO}"
     )
-    # In this process, where the two were assigned (a compile subprocess would not have them).
-    compile_mode = compile_fx.fx_compile_mode
-    compile_fx.fx_compile_mode = compile_fx.FxCompileMode.NORMAL
     try:
         torch._dynamo.reset()
+        # In this process, where the two were assigned (a compile subprocess has neither).
         with (
-            fresh_cache(dir=inductor_cache_base, delete=False),
+            _compiling_in_this_process(),
+            _fresh_inductor_cache(inductor_cache_base),
             record_compiler_commands(get_cpp_compiler()) as commands,
         ):
             result = torch.compile(model, options={"cpp_wrapper": True})(*inputs)
         state = hook_state()
     finally:
         cpp_builder.get_cpp_torch_device_options = saved
-        compile_fx.fx_compile_mode = compile_mode
         torch._dynamo.reset()
     demo.say(state.describe())
     module = last_shared_library(commands)

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <stdexcept>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -29,10 +30,11 @@ using torch::aot_inductor::RAIIAtenTensorHandle;
 inline RAIIAtenTensorHandle host_alias(AtenTensorHandle tensor) {
   int32_t device_type = 0;
   AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_get_device_type(tensor, &device_type));
-  AOTI_RUNTIME_CHECK(
-      device_type == aoti_torch_device_type_privateuse1() ||
-          device_type == aoti_torch_device_type_cpu(),
-      "sampledev shim: a tensor is neither on sampledev nor on the CPU");
+  // Not AOTI_RUNTIME_CHECK: torch 2.6 defines it in model.h, which cpp_wrapper code lacks.
+  if (device_type != aoti_torch_device_type_privateuse1() &&
+      device_type != aoti_torch_device_type_cpu()) {
+    throw std::runtime_error("sampledev shim: a tensor is neither on sampledev nor on the CPU");
+  }
   void* data = nullptr;  // already offset by the tensor's storage offset
   int64_t dim = 0;
   int64_t* sizes = nullptr;
