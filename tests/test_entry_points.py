@@ -158,12 +158,13 @@ def test_an_entry_point_that_names_no_device_is_ignored_and_reported(site: Path)
 import inductor_device_options as ido
 from inductor_device_options import _registry
 from torch._inductor.cpp_builder import CppTorchDeviceOptions
+from support import definitions_of
 print(sorted(source.device_type for source in ido.known_device_options_sources()))
 for declaration in _registry.invalid_declarations():
     print(declaration.describe())
-print("EPDEV_DEVICE" in CppTorchDeviceOptions(device_type="epdev").get_definitions())
+print("EPDEV_DEVICE" in definitions_of(CppTorchDeviceOptions(device_type="epdev")))
 """,
-        env={"PYTHONPATH": pythonpath_with(site)},
+        env={"PYTHONPATH": pythonpath_with(site, TESTS_DIR)},
     )
     lines = out.splitlines()
     assert "my-dev" not in lines[0] and "'epdev'" in lines[0]
