@@ -18,6 +18,14 @@ from types import ModuleType
 import pytest
 
 VERSION = "2.14.0"
+
+
+def torch_release() -> tuple[int, int]:
+    """The torch release this torch_npu is built for (torch_npu X.Y.* pairs with torch X.Y)."""
+    major, minor = VERSION.split(".")[:2]
+    return int(major), int(minor)
+
+
 _UNREACHABLE = ("connection", "network is unreachable", "temporary failure", "name resolution")
 
 # torch_npu's cpp_builder imports these from the rest of torch_npu, which needs Ascend

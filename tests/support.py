@@ -103,33 +103,39 @@ def outcome(call: Callable[[], object]) -> tuple[str, object]:
         return ("raised", (type(error), str(error)))
 
 
-def cpp_builder_keeps_include_dirs_whole() -> bool:
-    """Whether this torch's ``CppBuilder`` keeps an include dir with a space as one ``-I``
-    argument (2.13 quotes it; 2.6 renders it bare, and its ``shlex.split`` cuts it)."""
+def cpp_builder_keeps_whole(field: str) -> bool:
+    """Whether this torch's ``CppBuilder`` keeps a dir with a space as one ``-I``
+    (``include_dirs``) or ``-L`` (``libraries_dirs``) argument: 2.13 quotes -I but not -L,
+    2.15 both, 2.6 neither (its ``shlex.split`` then cuts the dir)."""
     import shlex
 
     from torch._inductor.cpp_builder import CppBuilder, CppTorchDeviceOptions
 
     import inductor_device_options as ido
 
-    probe_dir = "/inductor device options probe/include"
+    prefix = {"include_dirs": "-I", "libraries_dirs": "-L"}[field]
+    probe_dir = "/inductor device options probe/dir"
 
     def options(device_type: str, aot_mode: bool, compile_only: bool) -> ido.CppDeviceOptions:
         result = ido.default_cpp_device_options(device_type, aot_mode, compile_only)
-        result.include_dirs.append(probe_dir)
+        getattr(result, field).append(probe_dir)
         return result
 
     try:
-        with ido.registered_cpp_device_options("includeprobe", options):
+        with ido.registered_cpp_device_options("dirprobe", options):
             line = CppBuilder(
                 name="probe",
                 sources=["probe.cpp"],
-                BuildOption=CppTorchDeviceOptions(device_type="includeprobe"),
+                BuildOption=CppTorchDeviceOptions(device_type="dirprobe"),
                 output_dir="",
             ).get_command_line()
     except ido.InvalidCppDeviceOptionsError:  # the package refuses what this torch would cut
         return False
-    return f"-I{probe_dir}" in shlex.split(line)
+    return f"{prefix}{probe_dir}" in shlex.split(line)
+
+
+def cpp_builder_keeps_include_dirs_whole() -> bool:
+    return cpp_builder_keeps_whole("include_dirs")
 
 
 def torch_consults_device_interface() -> bool:

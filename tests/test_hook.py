@@ -181,7 +181,8 @@ def test_a_callback_exception_propagates_with_its_own_type_and_a_note() -> None:
 
 def test_invalid_options_fail_before_the_compiler_naming_device_and_callback() -> None:
     def spaced(device_type: str, aot_mode: bool, compile_only: bool) -> tuple[list[str], ...]:
-        return (["USE_NPU"], [], [], [], ["/opt/my sdk/lib64"], [], [])
+        # A newline: no torch renders it as one argument (2.15 quotes -L, a space would pass).
+        return (["USE_NPU"], [], [], [], ["/opt/my\nsdk/lib64"], [], [])
 
     ido.register_cpp_device_options("npu", spaced)
     with pytest.raises(ido.InvalidCppDeviceOptionsError) as caught:
@@ -190,7 +191,7 @@ def test_invalid_options_fail_before_the_compiler_naming_device_and_callback() -
     assert "test_invalid_options_fail_before_the_compiler_naming_device_and_callback" in str(
         caught.value
     )
-    assert "libraries_dirs[0] = '/opt/my sdk/lib64'" in str(caught.value)
+    assert "libraries_dirs[0] = '/opt/my\\nsdk/lib64'" in str(caught.value)
 
 
 def test_a_failing_device_does_not_affect_others() -> None:

@@ -8,7 +8,7 @@ import shlex
 from collections import Counter
 
 import pytest
-from support import cpp_builder_keeps_include_dirs_whole
+from support import cpp_builder_keeps_include_dirs_whole, cpp_builder_keeps_whole
 
 from inductor_device_options import CppDeviceOptions, InvalidCppDeviceOptionsError
 from inductor_device_options._options import FIELDS, validate_cpp_device_options, value_problem
@@ -98,8 +98,9 @@ def test_rejected_values_name_device_provider_field_and_value(
     )
 
 
-# What depends on how the running torch renders a field (torch 2.13 here: only include
-# dirs are quoted; test_injection.py runs torch's CppBuilder as 2.6 renders include dirs).
+# What depends on how the running torch renders a field (torch 2.13: only include dirs are
+# quoted, 2.15 library dirs too; test_injection.py runs torch's CppBuilder as 2.6 renders
+# include dirs).
 NOT_ONE_WORD = [
     ("definitions", "FOO=a b", "reaches g++ as ['-D', 'FOO=a', 'b'] instead of ['-D', 'FOO=a b']"),
     ("definitions", 'FOO="x"', """reaches g++ as ['-D', 'FOO=x'] instead of ['-D', 'FOO="x"']"""),
@@ -117,6 +118,11 @@ NOT_ONE_WORD = [
 def test_values_the_running_cppbuilder_would_split_or_alter_are_refused(
     field: str, value: str, reason: str
 ) -> None:
+    if field == "libraries_dirs" and cpp_builder_keeps_whole(field):  # torch 2.15 quotes -L
+        final = finish(_with(field, value), device_type="npu", provider="torch_npu.options")
+        assert getattr(final, field) == [value]
+        assert inserted_arguments(field, value) == ["-L" + value]
+        return
     with pytest.raises(InvalidCppDeviceOptionsError) as caught:
         finish(_with(field, value), device_type="npu", provider="torch_npu.options")
     message = str(caught.value)
