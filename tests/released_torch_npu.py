@@ -20,9 +20,9 @@ import pytest
 VERSION = "2.14.0"
 
 
-def torch_release() -> tuple[int, int]:
-    """The torch release this torch_npu is built for (torch_npu X.Y.* pairs with torch X.Y)."""
-    major, minor = VERSION.split(".")[:2]
+def release_of(version: str) -> tuple[int, int]:
+    """(X, Y) of a version X.Y.Z[+local]: torch_npu X.Y.* is built for torch X.Y."""
+    major, minor = version.split(".")[:2]
     return int(major), int(minor)
 
 

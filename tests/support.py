@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -103,6 +104,7 @@ def outcome(call: Callable[[], object]) -> tuple[str, object]:
         return ("raised", (type(error), str(error)))
 
 
+@functools.cache
 def cpp_builder_keeps_whole(field: str) -> bool:
     """Whether this torch's ``CppBuilder`` keeps a dir with a space as one ``-I``
     (``include_dirs``) or ``-L`` (``libraries_dirs``) argument: 2.13 quotes -I but not -L,
@@ -132,10 +134,6 @@ def cpp_builder_keeps_whole(field: str) -> bool:
     except ido.InvalidCppDeviceOptionsError:  # the package refuses what this torch would cut
         return False
     return f"{prefix}{probe_dir}" in shlex.split(line)
-
-
-def cpp_builder_keeps_include_dirs_whole() -> bool:
-    return cpp_builder_keeps_whole("include_dirs")
 
 
 def torch_consults_device_interface() -> bool:

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import cpp_builder_keeps_include_dirs_whole
+from support import cpp_builder_keeps_whole
 from torch._inductor.cpp_builder import CppBuilder, CppTorchDeviceOptions
 
 import inductor_device_options as ido
@@ -42,7 +42,7 @@ def make_sdk(root: Path) -> tuple[Path, Path]:
     The include dir has a space in its path where this torch's Inductor quotes include
     dirs (2.6 does not); the library dir cannot (Inductor passes -L unquoted).
     """
-    include_dir = root / ("my sdk" if cpp_builder_keeps_include_dirs_whole() else "my_sdk")
+    include_dir = root / ("my sdk" if cpp_builder_keeps_whole("include_dirs") else "my_sdk")
     include_dir = include_dir / "include"
     lib_dir = root / "sdk_lib64"
     (include_dir / "mydev").mkdir(parents=True)

@@ -425,11 +425,6 @@ NPU_HEADERS = (
 )
 
 
-def torch_release() -> tuple[int, int]:
-    major, minor = torch.__version__.split(".")[:2]
-    return int(major), int(minor)
-
-
 def torch_headers_npu_headers_need_but_torch_lacks(torch_npu_package: Path) -> list[str]:
     """The torch headers that torch_npu's own headers include and the running torch does not
     ship (torch 2.6 has no torch/csrc/inductor/cpp_wrapper/common.h)."""
@@ -502,7 +497,8 @@ def test_torch_npu_headers_build_with_the_options_the_package_gives_npu(
     missing = torch_headers_npu_headers_need_but_torch_lacks(torch_npu_package)
     if missing:
         pytest.skip(f"torch_npu's headers include {missing}, which torch {torch.__version__} lacks")
-    if torch_release() > released_torch_npu.torch_release():
+    built_for = released_torch_npu.release_of(released_torch_npu.VERSION)
+    if released_torch_npu.release_of(torch.__version__) > built_for:
         # Its AOTI runtime headers mirror torch 2.14's (2.15 renamed MaybeOwningAtenTensorHandle).
         pytest.skip(
             f"torch_npu {released_torch_npu.VERSION}'s headers are written for an older torch "

@@ -11,7 +11,7 @@ from support import (
     NATIVE,
     TESTS_DIR,
     check_python,
-    cpp_builder_keeps_include_dirs_whole,
+    cpp_builder_keeps_whole,
     definitions_of,
     hook_mode_only,
     outcome,
@@ -53,7 +53,7 @@ calls: list[tuple[str, bool, bool]] = []
 # With a space where this torch quotes -I{dir}; torch 2.6 does not, and the package refuses
 # such a dir there (test_injection.py), so the SDK path has none.
 ASCEND_INCLUDE = (
-    "/opt/ascend sdk/include" if cpp_builder_keeps_include_dirs_whole() else "/opt/ascend/include"
+    "/opt/ascend sdk/include" if cpp_builder_keeps_whole("include_dirs") else "/opt/ascend/include"
 )
 
 

@@ -20,7 +20,6 @@ import pytest
 import torch
 from support import (
     check_python,
-    cpp_builder_keeps_include_dirs_whole,
     cpp_builder_keeps_whole,
     definitions_of,
     torch_has_custom_op_libs,
@@ -336,7 +335,7 @@ def test_an_include_dir_with_a_space_is_refused_only_where_torch_does_not_quote_
     payload: Payload, rendering: str, outcome: str | None
 ) -> None:
     if outcome is None:  # 2.13 quotes -I{dir}, 2.6 does not
-        outcome = "built" if cpp_builder_keeps_include_dirs_whole() else "refused:"
+        outcome = "built" if cpp_builder_keeps_whole("include_dirs") else "refused:"
     out = check_python(rendering + BUILD_WITH_INCLUDE_DIR, env={"ROOT": str(payload.root)})
     assert out.startswith(outcome), out
     if outcome == "refused:":

@@ -8,7 +8,7 @@ import shlex
 from collections import Counter
 
 import pytest
-from support import cpp_builder_keeps_include_dirs_whole, cpp_builder_keeps_whole
+from support import cpp_builder_keeps_whole
 
 from inductor_device_options import CppDeviceOptions, InvalidCppDeviceOptionsError
 from inductor_device_options._options import FIELDS, validate_cpp_device_options, value_problem
@@ -164,7 +164,7 @@ def one_argument_each(field: str, value: str) -> list[str]:
 @pytest.mark.parametrize(("field", "value"), ACCEPTED)
 def test_accepted_values_reach_g_plus_plus_as_one_argument_each(field: str, value: str) -> None:
     needs_quoting = field == "include_dirs" and shlex.quote(value) != value
-    if needs_quoting and not cpp_builder_keeps_include_dirs_whole():  # torch 2.6: -I{dir} bare
+    if needs_quoting and not cpp_builder_keeps_whole("include_dirs"):  # torch 2.6: -I{dir} bare
         with pytest.raises(InvalidCppDeviceOptionsError, match=r"include_dirs\[0\]"):
             finish(_with(field, value), device_type="npu", provider="p")
         return

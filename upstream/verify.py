@@ -78,6 +78,8 @@ REPO_ROOT = HERE.parent
 PYTORCH_PATCHES = HERE / "pytorch"
 PYTORCH_PATCH_NAME = "0001-inductor-register-cpp-device-options.patch"
 PYTORCH_TESTS = HERE / "pytorch" / "test_cpp_device_options_registry.py"
+# For what tests torch alone (the patches): `import torch` then does not arm this package.
+WITHOUT_PACKAGE_AUTOLOAD = {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
 NPU_PATCH = HERE / "torch_npu" / "0001-inductor-register-npu-cpp-device-options.patch"
 
 MODULE = "torch._inductor.cpp_builder"
@@ -395,7 +397,7 @@ def run_pytorch_tests(overlay: Overlay) -> StepResult:
     # The patch's tests are torch's: they test the patched torch alone, without this package's
     # autoload, whose hook would serve their registered devices itself (and, on 2.15, skip
     # torch's cpp_stdlib validation for them: see the README, Compatibility).
-    env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+    env.update(WITHOUT_PACKAGE_AUTOLOAD)
     proc = subprocess.run(cmd, env=env, cwd=REPO_ROOT, capture_output=True, text=True)
     output = proc.stdout + proc.stderr
     sys.stdout.write(output)
@@ -533,7 +535,7 @@ def check_npu_patch(overlay: Overlay | None, wheel_arg: str | None) -> StepResul
                     [sys.executable, "-c", NPU_PROBE, str(patched), mode],
                     # torch_npu's patch against torch alone: without this package's autoload,
                     # whose hook would adopt the legacy replacement instead of letting it stand.
-                    env={**env, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
+                    env={**env, **WITHOUT_PACKAGE_AUTOLOAD},
                     cwd=root,
                     capture_output=True,
                     text=True,

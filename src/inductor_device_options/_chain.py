@@ -119,8 +119,9 @@ _local = _Local()
 # How many adopted functions run, in all threads: while none does, a lookup need not look
 # at its thread's frames (the fast path of torch's own devices).
 _running = [0]
-_BARRIER = object()
 _running_lock = threading.Lock()
+# The frame ``bypassing`` pushes: lookups under it are no call-back of an adopted function.
+_BARRIER = object()
 
 
 def _device_name(args: Args, kwargs: Kwargs) -> str | None:

@@ -19,7 +19,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -378,15 +378,13 @@ def _check_result(demo: _Demo, result: torch.Tensor, expected: torch.Tensor) -> 
     )
 
 
-@contextmanager
-def _fresh_inductor_cache(inductor_cache_base: str) -> Iterator[None]:
+def _fresh_inductor_cache(inductor_cache_base: str) -> AbstractContextManager[None]:
     """A new Inductor cache directory under ``inductor_cache_base``, kept afterwards, so that
     Inductor compiles (and the commands are seen) instead of reusing an earlier run's."""
     # fresh_inductor_cache: the name on every torch of the matrix (2.6 has no fresh_cache).
     from torch._inductor.utils import fresh_inductor_cache
 
-    with fresh_inductor_cache(dir=inductor_cache_base, delete=False):
-        yield
+    return fresh_inductor_cache(dir=inductor_cache_base, delete=False)
 
 
 @contextmanager
