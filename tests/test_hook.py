@@ -366,6 +366,84 @@ print(seen)
     )
 
 
+torch_validates_cpp_stdlib = pytest.mark.skipif(
+    not hasattr(cpp_builder, "_validate_cpp_stdlib"),
+    reason="cpp_stdlib= and its validation are torch 2.15's",
+)
+
+
+class _InterfaceWithOptions:
+    @staticmethod
+    def get_cpp_device_options(aot_mode: bool, compile_only: bool) -> ido.CppDeviceOptions:
+        calls.append(("interface", aot_mode, compile_only))
+        return ido.CppDeviceOptions(["USE_ACME_INTERFACE"], [], [], [], [], [], [])
+
+
+@torch_validates_cpp_stdlib
+@pytest.mark.parametrize("source", ["registration", "device interface"])
+@pytest.mark.parametrize(
+    ("cpp_stdlib", "aot_mode"),
+    [("libc++", True), ("libc++", False), ("libstdc++", True), ("libstdc++", False)],
+)
+def test_cpp_stdlib_is_checked_for_a_served_device_as_torch_checks_its_own(
+    source: str, cpp_stdlib: str, aot_mode: bool
+) -> None:
+    from torch._dynamo import device_interface
+
+    device = "acmestdlib"
+    expected = outcome(lambda: cpp_builder._validate_cpp_stdlib(cpp_stdlib, device, aot_mode))
+    if source == "registration":
+        ido.register_cpp_device_options(device, npu_options)
+    elif NATIVE:
+        pytest.skip("with torch's native registry torch asks the device interface itself")
+    else:
+        base = device_interface.DeviceInterface
+        interface = type("AcmeInterface", (_InterfaceWithOptions, base), {})
+        device_interface.register_interface_for_device(device, interface)
+    try:
+        assert ido.device_options_source(device).source == source
+
+        def lookup() -> object:
+            return cpp_builder.get_cpp_torch_device_options(
+                device, aot_mode, False, cpp_stdlib=cpp_stdlib
+            )
+
+        try:
+            lookup()
+        except RuntimeError as error:
+            assert expected == ("raised", (type(error), str(error)))
+            assert calls == []  # rejected before the provider ran
+            if not NATIVE:
+                (note,) = error.__notes__
+                assert repr(device) in note
+                assert ido.device_options_source(device).description in note
+        else:
+            assert expected == ("returned", None)
+            assert len(calls) == 1
+    finally:
+        device_interface.device_interfaces.pop(device, None)
+
+
+@torch_validates_cpp_stdlib
+def test_cpp_stdlib_stays_unchecked_for_a_device_the_package_does_not_serve() -> None:
+    """What the function below gives such a device is left alone, a request it ignores too."""
+    seen: list[dict[str, object]] = []
+
+    def replacement(
+        device_type: str, aot_mode: bool = False, compile_only: bool = False, **kwargs: object
+    ) -> tuple[list[str], ...]:
+        seen.append(kwargs)
+        return (["REPLACED"], [], [], [], [], [], [])
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cpp_builder, "get_cpp_torch_device_options", replacement)
+        options = cpp_builder.get_cpp_torch_device_options(
+            "acmestdlib", True, False, cpp_stdlib="libc++"
+        )
+    assert options[0] == ["REPLACED"]
+    assert seen == [{"cpp_stdlib": "libc++"}]
+
+
 def test_sources_say_where_each_device_gets_its_options() -> None:
     from torch._dynamo.device_interface import (
         DeviceInterface,

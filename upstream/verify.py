@@ -395,8 +395,7 @@ def run_pytorch_tests(overlay: Overlay) -> StepResult:
     # dependency here: the verdict is read from the unittest summary instead.
     env = {key: value for key, value in overlay.env.items() if key != "CI"}
     # The patch's tests are torch's: they test the patched torch alone, without this package's
-    # autoload, whose hook would serve their registered devices itself (and, on 2.15, skip
-    # torch's cpp_stdlib validation for them: see the README, Compatibility).
+    # autoload, whose hook would serve their registered devices itself.
     env.update(WITHOUT_PACKAGE_AUTOLOAD)
     proc = subprocess.run(cmd, env=env, cwd=REPO_ROOT, capture_output=True, text=True)
     output = proc.stdout + proc.stderr

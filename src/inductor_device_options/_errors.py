@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 
+def add_note(error: BaseException, note: str) -> None:
+    """Say where an error raised by other code came from, keeping its type and message."""
+    if hasattr(error, "add_note"):  # Python >= 3.11
+        error.add_note(note)
+
+
 class CppDeviceOptionsError(Exception):
     """Base class: something about a device's C++ options is wrong.
 

@@ -39,6 +39,7 @@ from ._chain import (
     pending_default,
     pending_default_for,
 )
+from ._errors import add_note
 from ._options import CppDeviceOptions
 from ._resolve import CPP_BUILDER, interface_with_cpp_options, resolve
 
@@ -94,9 +95,34 @@ def device_interface_backport_active() -> bool:
 def _serve_hook(device_type: str, args: Args, kwargs: Kwargs, default: Thunk) -> Any:
     """The package's own sources (hook mode), with ``default`` as the device's defaults."""
     aot_mode, compile_only = flags(args, kwargs)
+    _check_cpp_stdlib(device_type, aot_mode, args, kwargs)
     with pending_default(device_type, aot_mode, compile_only, default):
         options = resolve(device_type, aot_mode, compile_only, use_device_interface=True)
     return None if options is None else options.as_tuple()
+
+
+def _check_cpp_stdlib(device_type: str, aot_mode: bool, args: Args, kwargs: Kwargs) -> None:
+    """torch 2.15 rejects a ``cpp_stdlib=`` it would ignore (``_validate_cpp_stdlib``) before
+    it looks for a device's options: a device the package serves is checked the same way,
+    before its provider is called. Other devices are left to the function below."""
+    cpp_stdlib = args[3] if len(args) > 3 else kwargs.get("cpp_stdlib")
+    if cpp_stdlib is None or cpp_stdlib == "libstdc++":  # torch's default: nothing to check
+        return
+    validate = getattr(_installed().module, "_validate_cpp_stdlib", None)
+    if validate is None:  # before 2.15 torch has no such parameter
+        return
+    source = device_options_source(device_type)
+    if source.source == "torch":
+        return
+    try:
+        validate(cpp_stdlib, device_type, aot_mode)
+    except Exception as error:
+        add_note(
+            error,
+            f"device {device_type!r} gets its C++ options from the {source.source} "
+            f"{source.description}; torch checks cpp_stdlib for it as for its own devices",
+        )
+        raise
 
 
 def _native_dispatcher(

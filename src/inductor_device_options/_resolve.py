@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from . import _registry
-from ._errors import InvalidCppDeviceOptionsError, ProviderRecursionError
+from ._errors import InvalidCppDeviceOptionsError, ProviderRecursionError, add_note
 from ._freshness import fresh_options
 from ._options import (
     CppDeviceOptions,
@@ -230,10 +230,9 @@ def _call_provider(
     except ProviderRecursionError:
         raise  # its message names the provider already
     except Exception as error:
-        if hasattr(error, "add_note"):  # Python >= 3.11
-            error.add_note(
-                f"raised by the C++ options provider {description} for device {device_type!r}"
-            )
+        add_note(
+            error, f"raised by the C++ options provider {description} for device {device_type!r}"
+        )
         raise
 
 
