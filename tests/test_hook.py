@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -380,48 +382,51 @@ class _InterfaceWithOptions:
 
 
 @torch_validates_cpp_stdlib
-@pytest.mark.parametrize("source", ["registration", "device interface"])
-@pytest.mark.parametrize(
-    ("cpp_stdlib", "aot_mode"),
-    [("libc++", True), ("libc++", False), ("libstdc++", True), ("libstdc++", False)],
-)
-def test_cpp_stdlib_is_checked_for_a_served_device_as_torch_checks_its_own(
-    source: str, cpp_stdlib: str, aot_mode: bool
-) -> None:
+@pytest.mark.parametrize("source", ["registration", "device interface", "torch's registry"])
+def test_cpp_stdlib_is_checked_for_a_served_device_as_torch_checks_its_own(source: str) -> None:
     from torch._dynamo import device_interface
 
-    device = "acmestdlib"
-    expected = outcome(lambda: cpp_builder._validate_cpp_stdlib(cpp_stdlib, device, aot_mode))
+    # One device per source: the package's dispatcher stays in torch's native registry.
+    device = "acmestdlib" + {"device interface": "di", "torch's registry": "torch"}.get(source, "")
+    native_registry: dict[str, object] = getattr(cpp_builder, "_cpp_device_options_registry", {})
     if source == "registration":
         ido.register_cpp_device_options(device, npu_options)
-    elif NATIVE:
-        pytest.skip("with torch's native registry torch asks the device interface itself")
-    else:
+        provider = ido.device_options_source(device).description
+    elif source == "device interface":
+        if NATIVE:
+            pytest.skip("with torch's native registry torch asks the device interface itself")
         base = device_interface.DeviceInterface
         interface = type("AcmeInterface", (_InterfaceWithOptions, base), {})
         device_interface.register_interface_for_device(device, interface)
+        provider = ido.device_options_source(device).description
+    else:
+        if not NATIVE:
+            pytest.skip("torch's own registry exists only with the upstream patch")
+        cpp_builder.register_cpp_device_options(device, npu_options)  # type: ignore[attr-defined]
+        provider = "torch's registry: test_hook.npu_options"
     try:
-        assert ido.device_options_source(device).source == source
-
-        def lookup() -> object:
-            return cpp_builder.get_cpp_torch_device_options(
-                device, aot_mode, False, cpp_stdlib=cpp_stdlib
+        for cpp_stdlib, aot_mode in itertools.product(["libc++", "libstdc++"], [True, False]):
+            calls.clear()
+            expected = outcome(
+                functools.partial(cpp_builder._validate_cpp_stdlib, cpp_stdlib, device, aot_mode)
             )
-
-        try:
-            lookup()
-        except RuntimeError as error:
-            assert expected == ("raised", (type(error), str(error)))
-            assert calls == []  # rejected before the provider ran
-            if not NATIVE:
+            try:
+                cpp_builder.get_cpp_torch_device_options(
+                    device, aot_mode, False, cpp_stdlib=cpp_stdlib
+                )
+            except RuntimeError as error:
+                assert expected == ("raised", (type(error), str(error)))
+                assert calls == []  # rejected before the provider ran
                 (note,) = error.__notes__
                 assert repr(device) in note
-                assert ido.device_options_source(device).description in note
-        else:
-            assert expected == ("returned", None)
-            assert len(calls) == 1
+                assert provider in note
+            else:
+                assert expected == ("returned", None)
+                assert len(calls) == 1
     finally:
         device_interface.device_interfaces.pop(device, None)
+        if source == "torch's registry":
+            native_registry.pop(device, None)
 
 
 @torch_validates_cpp_stdlib

@@ -95,34 +95,42 @@ def device_interface_backport_active() -> bool:
 def _serve_hook(device_type: str, args: Args, kwargs: Kwargs, default: Thunk) -> Any:
     """The package's own sources (hook mode), with ``default`` as the device's defaults."""
     aot_mode, compile_only = flags(args, kwargs)
-    _check_cpp_stdlib(device_type, aot_mode, args, kwargs)
+    _check_cpp_stdlib(device_type, args, kwargs, lambda: _served_by_package(device_type))
     with pending_default(device_type, aot_mode, compile_only, default):
         options = resolve(device_type, aot_mode, compile_only, use_device_interface=True)
     return None if options is None else options.as_tuple()
 
 
-def _check_cpp_stdlib(device_type: str, aot_mode: bool, args: Args, kwargs: Kwargs) -> None:
+def _check_cpp_stdlib(
+    device_type: str, args: Args, kwargs: Kwargs, served_by: Callable[[], str | None]
+) -> None:
     """torch 2.15 rejects a ``cpp_stdlib=`` it would ignore (``_validate_cpp_stdlib``) before
     it looks for a device's options: a device the package serves is checked the same way,
-    before its provider is called. Other devices are left to the function below."""
+    before its provider is called. ``served_by()`` names the provider, None: not served."""
     cpp_stdlib = args[3] if len(args) > 3 else kwargs.get("cpp_stdlib")
     if cpp_stdlib is None or cpp_stdlib == "libstdc++":  # torch's default: nothing to check
         return
     validate = getattr(_installed().module, "_validate_cpp_stdlib", None)
     if validate is None:  # before 2.15 torch has no such parameter
         return
-    source = device_options_source(device_type)
-    if source.source == "torch":
+    provider = served_by()
+    if provider is None:  # the function below decides, as without the package
         return
+    aot_mode, _ = flags(args, kwargs)
     try:
         validate(cpp_stdlib, device_type, aot_mode)
     except Exception as error:
         add_note(
             error,
-            f"device {device_type!r} gets its C++ options from the {source.source} "
-            f"{source.description}; torch checks cpp_stdlib for it as for its own devices",
+            f"device {device_type!r} gets its C++ options from {provider}; torch checks "
+            "cpp_stdlib for it as for its own devices",
         )
         raise
+
+
+def _served_by_package(device_type: str) -> str | None:
+    source = device_options_source(device_type)
+    return None if source.source == "torch" else f"the {source.source} {source.description}"
 
 
 def _native_dispatcher(
@@ -152,6 +160,18 @@ def _native_functions(
         callback = getattr(module, _NATIVE_REGISTRY, {}).get(device_type)
         if callback is None:
             return None
+        # torch's function checks cpp_stdlib before it asks its registry; the package's
+        # dispatcher stays registered after its device is unregistered, and then serves nothing.
+        _check_cpp_stdlib(
+            device_type,
+            args,
+            kwargs,
+            lambda: (
+                _served_by_package(device_type)
+                if callback is _native_dispatcher
+                else f"torch's registry: {_registry.describe_callable(callback)}"
+            ),
+        )
         # What torch's function does for a registered device, asked directly: a function
         # assigned before the hook may stand where torch's was.
         aot_mode, compile_only = flags(args, kwargs)
