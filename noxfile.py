@@ -165,6 +165,9 @@ def _matrix(session: nox.Session, release: str) -> None:
         pins = scratch / "torch-pin.txt"
         pins.write_text(f"torch=={distribution}\n")
         wheel = _build_wheel(session, scratch / "dist")
+        # A reused virtualenv (nox -r) has the package already, at the same version: pip would
+        # keep that install rather than the wheel just built.
+        session.run("python", "-m", "pip", "uninstall", "-y", "-q", "inductor-device-options")
         session.install(f"{wheel}[test]", "-c", str(pins), env=MATRIX_PIP_ENV)
         summary["torch"] = _require_torch(session, release, f"after installing {wheel.name}")[0]
 
