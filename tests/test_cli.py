@@ -76,7 +76,7 @@ ENTRY_POINTS = {
 INVALID_ENTRY_POINTS = {"my-dev": "thirdparty:options", "cpu": "thirdparty:options"}
 
 CHECK_NAMES = ["hook", "options", "flags", "include_dirs", "libraries", "probe_build"]
-SOURCE_KEYS = {"device_type", "source", "description"}
+SOURCE_KEYS = {"device_type", "source", "description", "guaranteed"}
 # The top-level keys of each JSON document.
 COMMON_KEYS = {"schema", "version", "torch_version"}
 DEVICE_KEYS = COMMON_KEYS | {"device_type", "aot_mode", "source", "error"}

@@ -467,7 +467,9 @@ def test_sources_say_where_each_device_gets_its_options() -> None:
         sources = {source.device_type: source for source in ido.known_device_options_sources()}
     finally:
         device_interfaces.pop("ifacedev", None)
-    assert sources["mlu"] == ido.DeviceOptionsSource("mlu", "registration", "test_hook.npu_options")
+    assert sources["mlu"] == ido.DeviceOptionsSource(
+        "mlu", "registration", "test_hook.npu_options", guaranteed=True
+    )
     assert sources["npu"].source == "entry point"  # declared by this package (Ascend)
     assert sources["npu"].description.startswith(
         "entry point npu = inductor_device_options.ascend:cpp_device_options in group "

@@ -111,13 +111,13 @@ CASES: list[tuple[str, str, Callable[[Payload], object], str]] = [
         "definition-response-file",
         "definitions",
         lambda p: f"@{p.response}",
-        "is not a macro",
+        "response file",
     ),
     (
         "definition-response-file-after-spaces",
         "definitions",
         lambda p: f"   @{p.response}",
-        "is not a macro",
+        "response file",
     ),
     (
         "passthrough-response-file",

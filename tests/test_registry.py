@@ -132,11 +132,15 @@ def test_concurrent_registration_and_lookup_lose_nothing() -> None:
     errors: list[BaseException] = []
     start = threading.Barrier(8)
 
+    def name_of(worker: int, index: int) -> str:
+        # Device types are letters and '_': torch.device() parses no digit.
+        return f"dev_{'abcdefgh'[worker]}_{''.join('abcdefghij'[int(d)] for d in str(index))}"
+
     def work(worker: int) -> None:
         try:
             start.wait()
             for index in range(200):
-                name = f"dev{worker}_{index}"
+                name = name_of(worker, index)
                 ido.register_cpp_device_options(name, npu_options)
                 provider = _registry.find_provider(name)
                 assert provider is not None and provider.device_type == name
@@ -151,7 +155,7 @@ def test_concurrent_registration_and_lookup_lose_nothing() -> None:
     for thread in threads:
         thread.join()
     assert errors == []
-    expected = sorted(f"dev{w}_{i}" for w in range(8) for i in range(0, 200, 2))
+    expected = sorted(name_of(w, i) for w in range(8) for i in range(0, 200, 2))
     assert ido.registered_device_types() == expected
 
 

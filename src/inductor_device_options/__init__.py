@@ -25,6 +25,7 @@ from ._errors import (
     ProviderLoadError,
     ProviderRecursionError,
     ReservedDeviceTypeError,
+    RunpathError,
 )
 from ._hook import (
     DeviceOptionsSource,
@@ -35,17 +36,19 @@ from ._hook import (
     get_cpp_device_options,
     hook_state,
     known_device_options_sources,
+    registered_device_types,
 )
 from ._options import CppDeviceOptions
 from ._registry import (
     ENTRY_POINT_GROUP,
     RESERVED_DEVICE_TYPES,
     CppDeviceOptionsCallback,
-    registered_device_types,
+    guarantee_cpp_device_options,
+    register_cpp_device_options,
+    registered_cpp_device_options,
+    unregister_cpp_device_options,
 )
-from ._registry import register as register_cpp_device_options
-from ._registry import registered as registered_cpp_device_options
-from ._registry import unregister as unregister_cpp_device_options
+from ._tools import runpath
 
 __version__ = "0.1.0"
 
@@ -63,15 +66,26 @@ __all__ = [
     "ProviderLoadError",
     "ProviderRecursionError",
     "ReservedDeviceTypeError",
+    "RunpathError",
+    "arm",
     "default_cpp_device_options",
     "device_options_source",
     "get_cpp_device_options",
+    "guarantee_cpp_device_options",
     "hook_state",
     "known_device_options_sources",
     "register_cpp_device_options",
     "registered_cpp_device_options",
     "registered_device_types",
+    "runpath",
     "unregister_cpp_device_options",
 ]
+
+# help() and the reference show each name where users import it from.
+for _name in __all__:
+    _public = globals()[_name]
+    if callable(_public) and getattr(_public, "__module__", "").startswith(__name__ + "._"):
+        _public.__module__ = __name__
+del _name, _public
 
 arm()

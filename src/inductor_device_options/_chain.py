@@ -33,8 +33,8 @@ from types import ModuleType
 from typing import Any, Literal, NamedTuple
 
 from . import _registry
+from ._torch_names import FUNCTION
 
-FUNCTION = "get_cpp_torch_device_options"
 _CHAIN_ATTRIBUTE = "_inductor_device_options_chain"
 # A dunder name: unittest.mock objects raise AttributeError for those instead of inventing one.
 _STATE_MARK = "__inductor_device_options_state__"
@@ -166,11 +166,19 @@ class Chain:
         base: DeviceOptionsFunction,
         serve: Serve,
         base_default: Callable[[Args, Kwargs], Any],
+        *,
+        call_base: DeviceOptionsFunction | None = None,
+        serves_reserved: Callable[[str], bool] | None = None,
     ):
+        """``base``: the function there when the hook was installed; ``call_base``: what
+        the bottom of the chain calls for it (default ``base``). ``serves_reserved(d)``:
+        whether ``serve`` has a source for torch's own device ``d`` after all."""
         self.module = module
         self.base = base
+        self.call_base = base if call_base is None else call_base
         self._serve = serve
         self._base_default = base_default
+        self._serves_reserved = serves_reserved
         self._lock = threading.Lock()
         self.bottom = self._state(None, None)
         self.current = self.bottom
@@ -209,6 +217,7 @@ class Chain:
     def _state(self, adopted: Adopted | None, below: _State | None) -> _State:
         reserved = _registry.RESERVED_DEVICE_TYPES
         base = self.base
+        serves_reserved = self._serves_reserved
 
         def get_cpp_torch_device_options(*args: Any, **kwargs: Any) -> Any:
             device_type = args[0] if args else kwargs.get("device_type")
@@ -216,7 +225,12 @@ class Chain:
                 frames = _local.frames
                 if frames and _same_device(frames[-1][0], device_type):
                     frames[-1][1] = True  # it called back: it chains
-            if adopted is None and type(device_type) is str and device_type in reserved:
+            if (
+                adopted is None
+                and type(device_type) is str
+                and device_type in reserved
+                and (serves_reserved is None or not serves_reserved(device_type))
+            ):
                 return base(*args, **kwargs)  # torch's devices, nothing adopted: fast
             return self._evaluate(state, device_type, args, kwargs)
 
@@ -275,9 +289,16 @@ class Chain:
             raise error
         return result
 
-    @staticmethod
-    def _served_device(args: Args, kwargs: Kwargs) -> str | None:
+    def _served_device(self, args: Args, kwargs: Kwargs) -> str | None:
         device = _device_name(args, kwargs)
+        if device is None and self._serves_reserved is not None:
+            device_type = args[0] if args else kwargs.get("device_type")
+            if (
+                type(device_type) is str
+                and device_type in _registry.RESERVED_DEVICE_TYPES
+                and self._serves_reserved(device_type)
+            ):
+                device = device_type
         return None if device is None or device in _local.bypassed else device
 
     def _evaluate_bottom(self, device: str | None, args: Args, kwargs: Kwargs) -> Any:
@@ -287,7 +308,7 @@ class Chain:
                 return served
         elif _local.bypassed:
             return self._base_default(args, kwargs)
-        return self.base(*args, **kwargs)
+        return self.call_base(*args, **kwargs)
 
 
 def _same_device(running: object, called: object) -> bool:

@@ -35,7 +35,7 @@ from ._hook import (
 )
 from ._options import FIELDS, CppDeviceOptions, ValueProblem, value_problems
 from ._rendering import final_value_problem, rendering_problems
-from ._resolve import CPP_BUILDER
+from ._torch_names import CPP_BUILDER
 
 if TYPE_CHECKING:
     from torch._inductor.cpp_builder import CppBuilder

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+PROVIDER_ATTRIBUTE = "_inductor_device_options_provider"
+
 
 def add_note(error: BaseException, note: str) -> None:
     """Say where an error raised by other code came from, keeping its type and message."""
     if hasattr(error, "add_note"):  # Python >= 3.11
         error.add_note(note)
+
+
+def raised_by_provider(error: BaseException) -> str | None:
+    """The provider whose call raised ``error`` (its description), or None when the error
+    is not a provider's: the package's own, or raised outside a provider call."""
+    provider = getattr(error, PROVIDER_ATTRIBUTE, None)
+    return provider if isinstance(provider, str) else None
 
 
 class CppDeviceOptionsError(Exception):
@@ -63,3 +72,8 @@ class ProviderLoadError(CppDeviceOptionsError, ImportError):
 
 class ProviderRecursionError(CppDeviceOptionsError, RecursionError):
     """A device's provider asked, directly or not, for the options of that same device."""
+
+
+class RunpathError(CppDeviceOptionsError, ValueError):
+    """A directory given to :func:`~inductor_device_options.runpath` cannot reach the
+    loader as one runpath entry."""

@@ -3,12 +3,14 @@
 Inductor asks ``cpp_builder.get_cpp_torch_device_options`` (a module-global lookup at
 call time, from ``CppTorchDeviceOptions.__init__``). We either
 
-* **hook**: replace that function once with one that asks, in order, the registered
-  provider, the declared entry point, the device's ``DeviceInterface.get_cpp_device_options``
-  (torch 2.15's hook, backported), and finally the function that was there before
-  (stock torch or another backend's patch), called with its arguments unchanged; or
+* **hook**: replace that function once with an entry of the chain (``_chain``) that asks the
+  sources of ``_resolve`` in order, then the function that was there before (stock torch or
+  another backend's patch), called with its arguments unchanged. The hook also gives the
+  module the design's registry API, ``register_cpp_device_options`` and
+  ``_cpp_device_options_registry``, where torch lacks it, and, before torch 2.15, torch
+  2.15's ``DeviceInterface.get_cpp_device_options`` lookup around stock torch's function; or
 * **native**: when torch itself has ``register_cpp_device_options`` (the upstream form
-  of this design), register a dispatcher per device there and leave torch's function alone.
+  of this design), also register a dispatcher per registered device there.
 
 Importing torch._inductor costs about a second, so nothing here imports it eagerly:
 ``arm()`` installs as soon as ``torch._inductor.cpp_builder`` is imported by anyone.
@@ -18,19 +20,18 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from . import _registry
 from ._chain import (
-    FUNCTION,
     AdoptedFunction,
     Args,
     Chain,
     DeviceOptionsFunction,
     Kwargs,
-    Serve,
     Thunk,
     bypassing,
     flags,
@@ -41,17 +42,23 @@ from ._chain import (
 )
 from ._errors import add_note
 from ._options import CppDeviceOptions
-from ._resolve import CPP_BUILDER, interface_with_cpp_options, resolve
+from ._resolve import (
+    Source,
+    find_source,
+    interface_defining_cpp_options,
+    interface_description,
+    serve,
+)
+from ._torch_names import CPP_BUILDER, FUNCTION, REGISTER, REGISTRY
 
 if TYPE_CHECKING:
     import importlib.machinery
 
-_FUNCTION = FUNCTION
-_NATIVE_REGISTER = "register_cpp_device_options"
-_NATIVE_REGISTRY = "_cpp_device_options_registry"
 # Never a registered device: asking torch's native function for it gives the
 # defaults every out-of-tree device gets, bypassing its registry.
 _DEFAULTS_PROBE_DEVICE = "inductor_device_options_defaults_probe"
+# Marks the registry API this package gives a torch that lacks it.
+_BACKPORT_MARK = "_inductor_device_options_backport"
 
 OptionsTuple = tuple[list[str], list[str], list[str], list[str], list[str], list[str], list[str]]
 _lock = threading.RLock()
@@ -62,6 +69,9 @@ class _Installation(NamedTuple):
     mode: Literal["hook", "native"]
     chain: Chain
     native_register: Callable[[str, DeviceOptionsFunction], None] | None = None
+    #: Whether the bottom of the chain asks DeviceInterface.get_cpp_device_options as
+    #: torch 2.15 does (a torch before 2.15, whose own function does not).
+    backport: bool = False
 
     @property
     def previous(self) -> DeviceOptionsFunction:
@@ -73,32 +83,37 @@ _installation: _Installation | None = None
 _watcher: _CppBuilderImportWatcher | None = None
 
 
-_backport_active: bool | None = None
-
-
 def device_interface_backport_active() -> bool:
     """True where torch's own function does not consult DeviceInterface (torch < 2.15)
-    and this package hooks it (with torch's native registry there is no hook to do it)."""
-    global _backport_active
-    if _installation is not None and _installation.mode == "native":
-        return False
-    if _backport_active is None:
-        from torch._dynamo.device_interface import DeviceInterface
-
-        _backport_active = not hasattr(DeviceInterface, "get_cpp_device_options")
-    return _backport_active
+    and the hook asks it instead, as torch 2.15 does."""
+    return _installed().backport
 
 
-# --- the hook ---------------------------------------------------------------------------
+# --- serving ----------------------------------------------------------------------------
 
 
-def _serve_hook(device_type: str, args: Args, kwargs: Kwargs, default: Thunk) -> Any:
-    """The package's own sources (hook mode), with ``default`` as the device's defaults."""
+def _serve(device_type: str, args: Args, kwargs: Kwargs, default: Thunk) -> Any:
+    """The package's sources for ``device_type``, ``default`` being what is below them."""
+    installation = _installed()
     aot_mode, compile_only = flags(args, kwargs)
-    _check_cpp_stdlib(device_type, args, kwargs, lambda: _served_by_package(device_type))
+    _check_cpp_stdlib(device_type, args, kwargs, lambda: _served_by(device_type))
     with pending_default(device_type, aot_mode, compile_only, default):
-        options = resolve(device_type, aot_mode, compile_only, use_device_interface=True)
-    return None if options is None else options.as_tuple()
+        served = serve(
+            device_type,
+            aot_mode,
+            compile_only,
+            torch_registry=_torch_registry(installation.module),
+            serve_interfaces=True,
+            default=default,
+            own_dispatcher=_native_dispatcher,
+        )
+    return served.as_tuple() if isinstance(served, CppDeviceOptions) else served
+
+
+def _torch_registry(module: ModuleType) -> Mapping[str, object] | None:
+    # Read at each lookup, as torch's function reads its module global.
+    registry = module.__dict__.get(REGISTRY)
+    return registry if isinstance(registry, Mapping) else None
 
 
 def _check_cpp_stdlib(
@@ -128,71 +143,160 @@ def _check_cpp_stdlib(
         raise
 
 
-def _served_by_package(device_type: str) -> str | None:
-    source = device_options_source(device_type)
-    return None if source.source == "torch" else f"the {source.source} {source.description}"
+def _served_by(device_type: str) -> str | None:
+    source = _source(device_type)
+    return None if source is None else f"the {source.kind} {source.description}"
 
 
 def _native_dispatcher(
     device_type: str, aot_mode: bool = False, compile_only: bool = False
 ) -> OptionsTuple:
+    """What this package registers in torch's native registry for its registrations."""
     name = _registry.normalize_device_type(device_type)
+    installation = _installed()
     if is_bypassed(name):
         # Computing the device's default, and torch's function asked its registry anyway (a
         # function adopted after the hook called torch's own): give torch's defaults.
-        installation = _installed()
         return installation.previous(_DEFAULTS_PROBE_DEVICE, aot_mode, compile_only)  # type: ignore[no-any-return]
-    options = resolve(name, aot_mode, compile_only, use_device_interface=False)
-    if options is None:  # The registration went away: give what torch gives.
-        options = default_cpp_device_options(name, aot_mode, compile_only)
-    return options.as_tuple()
+    served = serve(
+        name,
+        aot_mode,
+        compile_only,
+        torch_registry=None,
+        serve_interfaces=False,
+        default=lambda: default_cpp_device_options(name, aot_mode, compile_only).as_tuple(),
+    )
+    if served is None:  # The registration went away: give what torch gives.
+        return default_cpp_device_options(name, aot_mode, compile_only).as_tuple()
+    return served.as_tuple() if isinstance(served, CppDeviceOptions) else served  # type: ignore[return-value]
 
 
-def _native_functions(
+def _native_base_default(
     module: ModuleType, base: DeviceOptionsFunction
-) -> tuple[Serve, Callable[[Args, Kwargs], Any]]:
-    """serve and base_default where torch's own function consults its registry."""
-
-    def registered_natively(device_type: str) -> bool:
-        return device_type in getattr(module, _NATIVE_REGISTRY, {})
-
-    def serve(device_type: str, args: Args, kwargs: Kwargs, default: Thunk) -> Any:
-        callback = getattr(module, _NATIVE_REGISTRY, {}).get(device_type)
-        if callback is None:
-            return None
-        # torch's function checks cpp_stdlib before it asks its registry; the package's
-        # dispatcher stays registered after its device is unregistered, and then serves nothing.
-        _check_cpp_stdlib(
-            device_type,
-            args,
-            kwargs,
-            lambda: (
-                _served_by_package(device_type)
-                if callback is _native_dispatcher
-                else f"torch's registry: {_registry.describe_callable(callback)}"
-            ),
-        )
-        # What torch's function does for a registered device, asked directly: a function
-        # assigned before the hook may stand where torch's was.
-        aot_mode, compile_only = flags(args, kwargs)
-        with pending_default(device_type, aot_mode, compile_only, default):
-            return callback(device_type, aot_mode, compile_only)
+) -> Callable[[Args, Kwargs], Any]:
+    """What torch's own function gives a device, its registry left out."""
 
     def base_default(args: Args, kwargs: Kwargs) -> Any:
         # Asking torch's function for a device it has no registration for gives the
         # defaults every out-of-tree device gets, bypassing its registry.
         device_type = args[0] if args else kwargs.get("device_type")
-        if type(device_type) is str and registered_natively(device_type):
+        registry = _torch_registry(module) or {}
+        if type(device_type) is str and device_type in registry:
             args, kwargs = _for_device(_DEFAULTS_PROBE_DEVICE, args, kwargs)
         return base(*args, **kwargs)
 
-    return serve, base_default
+    return base_default
 
 
 def _for_device(device_type: str, args: Args, kwargs: Kwargs) -> tuple[Args, Kwargs]:
     if args:
         return (device_type, *args[1:]), kwargs
     return args, {**kwargs, "device_type": device_type}
+
+
+# --- the design's registry, backported ----------------------------------------------------
+
+
+def _backport_registry_api(module: ModuleType) -> None:
+    """Give ``module`` the design's ``register_cpp_device_options`` and its registry, with
+    the upstream patch's semantics (``upstream/pytorch``), where torch has neither."""
+    if not isinstance(module.__dict__.get(REGISTRY), dict):
+        module.__dict__[REGISTRY] = {}
+
+    def register_cpp_device_options(device_type: str, callback: Callable[..., Any]) -> None:
+        """Register the C++ build options provider for a device type.
+
+        Allows out-of-tree device backends (e.g. PrivateUse1 devices like NPU) to
+        inject their own compile options into Inductor's C++ compilation pipeline
+        without monkey-patching get_cpp_torch_device_options.
+
+        Args:
+            device_type: The device type string (e.g. "npu").
+            callback: Called as ``callback(device_type, aot_mode, compile_only)``;
+                must return the same 7-tuple as get_cpp_torch_device_options:
+                ``(definitions, include_dirs, cflags, ldflags, libraries_dirs,
+                libraries, passthrough_args)``.
+
+        (Backported by inductor-device-options: the registry form of PyTorch PR #190614.)
+        """
+        registry = module.__dict__[REGISTRY]  # the module global, read at call time
+        if device_type in registry:
+            warnings.warn(
+                f"C++ device options for '{device_type}' are already registered, overwriting.",
+                stacklevel=2,
+            )
+        registry[device_type] = callback
+
+    register_cpp_device_options.__module__ = module.__name__
+    register_cpp_device_options.__qualname__ = REGISTER
+    setattr(register_cpp_device_options, _BACKPORT_MARK, True)
+    existing = module.__dict__.get(REGISTER)
+    if existing is None or getattr(existing, _BACKPORT_MARK, False):
+        module.__dict__[REGISTER] = register_cpp_device_options
+
+
+def _is_torch_function(function: object) -> bool:
+    """Whether ``function`` is stock torch's ``get_cpp_torch_device_options``."""
+    return (
+        getattr(function, "__module__", None) == CPP_BUILDER
+        and getattr(function, "__qualname__", None) == FUNCTION
+    )
+
+
+def _with_interface_lookup(base: DeviceOptionsFunction) -> DeviceOptionsFunction:
+    """``base`` (stock torch before 2.15) asking DeviceInterface first, as torch 2.15 does:
+    the interface's own lists as it returns them; ``None`` or ``NotImplementedError``: the
+    defaults."""
+
+    def get_cpp_torch_device_options(*args: Any, **kwargs: Any) -> Any:
+        device_type = args[0] if args else kwargs.get("device_type")
+        if type(device_type) is str and device_type not in _registry.RESERVED_DEVICE_TYPES:
+            interface = interface_defining_cpp_options(_as_torch_2_15_names(device_type))
+            if interface is not None:
+                aot_mode, compile_only = flags(args, kwargs)
+                cpp_stdlib = args[3] if len(args) > 3 else kwargs.get("cpp_stdlib")
+                _validate_cpp_stdlib_as_torch_2_15(cpp_stdlib, device_type, aot_mode)
+                try:
+                    options = interface.get_cpp_device_options(aot_mode, compile_only)  # type: ignore[attr-defined]
+                except NotImplementedError:
+                    options = None
+                if options is not None:
+                    return options
+        return base(*args, **kwargs)
+
+    get_cpp_torch_device_options.__wrapped__ = base  # type: ignore[attr-defined]
+    return get_cpp_torch_device_options
+
+
+def _as_torch_2_15_names(device_type: str) -> str:
+    """torch 2.15's ``_normalize_device_type``: what ``torch.device`` parses, its type;
+    any other name unchanged."""
+    import torch
+
+    try:
+        return torch.device(device_type).type
+    except RuntimeError:
+        return device_type
+
+
+def _validate_cpp_stdlib_as_torch_2_15(
+    cpp_stdlib: object, device_type: str, aot_mode: bool
+) -> None:
+    """torch 2.15's ``_validate_cpp_stdlib`` for a device other than cpu: ``libc++`` is
+    refused (torch before 2.15 has no ``cpp_stdlib=`` of its own)."""
+    if cpp_stdlib is None or cpp_stdlib != "libc++":
+        return
+    from torch._inductor import config
+
+    if not config.is_fbcode():  # type: ignore[attr-defined]
+        raise RuntimeError("cpp_stdlib='libc++' is only supported in fbcode.")
+    raise RuntimeError(
+        "cpp_stdlib='libc++' is only supported with device_type='cpu', "
+        f"got device_type='{device_type}'"
+    )
+
+
+# --- installing -------------------------------------------------------------------------
 
 
 def install(module: ModuleType) -> None:
@@ -203,7 +307,7 @@ def install(module: ModuleType) -> None:
     """
     global _installation
     with _lock:
-        current = module.__dict__[_FUNCTION]
+        current = module.__dict__[FUNCTION]
         installation = _installation
         if (
             installation is not None
@@ -211,37 +315,44 @@ def install(module: ModuleType) -> None:
             and installation.chain.owns(current)
         ):
             return
-        native_register = getattr(module, _NATIVE_REGISTER, None)
-        if callable(native_register):
-            serve, base_default = _native_functions(module, current)
-            chain = Chain(module, current, serve, base_default)
+        native_register = module.__dict__.get(REGISTER)
+        if callable(native_register) and not getattr(native_register, _BACKPORT_MARK, False):
+            chain = Chain(module, current, _serve, _native_base_default(module, current))
             _installation = _Installation(module, "native", chain, native_register)
             make_adopting(module, chain)
             if _forward_registration not in _registry._registration_listeners:
                 _registry._registration_listeners.append(_forward_registration)
             for device_type in _registry.registered_device_types():
                 _forward_registration(device_type)
-            for device_type in _registry.declared_entry_points():
-                _forward_registration(device_type, overwrite=False)
             return
-        chain = Chain(module, current, _serve_hook, lambda args, kwargs: current(*args, **kwargs))
-        _installation = _Installation(module, "hook", chain)
+        _backport_registry_api(module)
+        from torch._dynamo.device_interface import DeviceInterface
+
+        backport = not hasattr(DeviceInterface, "get_cpp_device_options") and _is_torch_function(
+            current
+        )
+        bottom = _with_interface_lookup(current) if backport else current
+        chain = Chain(
+            module,
+            current,
+            _serve,
+            lambda args, kwargs: bottom(*args, **kwargs),
+            call_base=bottom,
+            serves_reserved=lambda device_type: device_type in (_torch_registry(module) or ()),
+        )
+        _installation = _Installation(module, "hook", chain, backport=backport)
         make_adopting(module, chain)
 
 
-def _forward_registration(device_type: str, *, overwrite: bool = True) -> None:
+def _forward_registration(device_type: str) -> None:
     installation = _installation
     if installation is None or installation.native_register is None:
         return
     if device_type in _registry.RESERVED_DEVICE_TYPES:
         return
     with _lock:
-        native_registry = getattr(installation.module, _NATIVE_REGISTRY, {})
-        existing = native_registry.get(device_type)
-        if existing is _native_dispatcher:
+        if (_torch_registry(installation.module) or {}).get(device_type) is _native_dispatcher:
             return
-        if existing is not None and not overwrite:
-            return  # Someone registered with torch directly: a declaration must not win over it.
         installation.native_register(device_type, _native_dispatcher)
 
 
@@ -289,14 +400,25 @@ class _CppBuilderImportWatcher:
 
 
 def arm() -> None:
-    """Install now if cpp_builder is imported, else as soon as it is. Cheap; idempotent."""
+    """Install the hook now if ``torch._inductor.cpp_builder`` is imported, else as soon as
+    it is. Cheap and idempotent; ``import inductor_device_options`` calls it (and so does
+    ``import torch``, through the package's ``torch.backends`` entry point).
+
+    Call it again after writing ``cpp_builder.__dict__["get_cpp_torch_device_options"]``
+    directly, the one assignment the hook does not see, to install the hook over it.
+
+    Example::
+
+        import inductor_device_options as ido
+        ido.arm()
+    """
     global _watcher
     with _lock:
         if _watcher is None or _watcher not in sys.meta_path:
             _watcher = _CppBuilderImportWatcher()
             sys.meta_path.insert(0, _watcher)
         module = sys.modules.get(CPP_BUILDER)
-        if module is not None and module.__dict__.get(_FUNCTION) is not None:
+        if module is not None and module.__dict__.get(FUNCTION) is not None:
             install(module)
 
 
@@ -319,13 +441,31 @@ def _installed() -> _Installation:
 def default_cpp_device_options(
     device_type: str, aot_mode: bool = False, compile_only: bool = False
 ) -> CppDeviceOptions:
-    """What ``device_type`` gets without this package's sources, so a provider can extend
-    the defaults instead of copying them.
+    """What ``device_type`` gets without this package's sources: for a provider to extend.
 
-    During a lookup: what the function below the package gave (stock torch, or the
-    replacement another backend assigned), with the lookup's own arguments (torch 2.15's
-    ``cpp_stdlib=`` included). Outside one: what the chain gives the device when the
-    package does not serve it.
+    Inside a lookup (a provider calling it): what the function below the package gave for
+    this very lookup — stock torch, or the replacement another backend assigned, with the
+    lookup's own arguments (torch 2.15's ``cpp_stdlib=`` included). Outside one: what
+    Inductor's function gives the device when the package does not serve it. It calls no
+    provider of the package, so a provider may call it for its own device.
+
+    Args:
+        device_type: ``"npu"`` or ``"npu:0"``.
+        aot_mode: AOTInductor (True) or cpp_wrapper / JIT (False).
+        compile_only: options for compiling to an object only (True), or for linking too.
+
+    Returns:
+        A :class:`CppDeviceOptions` of fresh lists, free to extend.
+
+    Raises:
+        InvalidDeviceTypeError: ``device_type`` is not a device name.
+
+    Example::
+
+        def acme_options(device_type, aot_mode, compile_only):
+            options = ido.default_cpp_device_options(device_type, aot_mode, compile_only)
+            options.definitions.append("USE_ACME")
+            return options
     """
     name = _registry.normalize_device_type(device_type)
     installation = _installed()
@@ -334,18 +474,41 @@ def default_cpp_device_options(
         result = pending()
     else:
         with bypassing(name):
-            result = installation.module.__dict__[_FUNCTION](name, aot_mode, compile_only)
+            result = installation.module.__dict__[FUNCTION](name, aot_mode, compile_only)
     return CppDeviceOptions(*(list(values) for values in result))
 
 
 def get_cpp_device_options(
     device_type: str, aot_mode: bool = False, compile_only: bool = False
 ) -> CppDeviceOptions:
-    """Exactly what Inductor's ``CppTorchDeviceOptions`` gets for ``device_type``."""
+    """Exactly what Inductor's ``CppTorchDeviceOptions`` gets for ``device_type``: the
+    answer of ``torch._inductor.cpp_builder.get_cpp_torch_device_options``, whoever gives
+    it (imports ``torch._inductor``).
+
+    Args:
+        device_type: ``"npu"`` or ``"npu:0"`` (asked for as ``"npu"``, as Inductor does).
+        aot_mode: AOTInductor (True) or cpp_wrapper / JIT (False).
+        compile_only: options for compiling to an object only (True), or for linking too.
+
+    Returns:
+        A :class:`CppDeviceOptions` of fresh lists.
+
+    Raises:
+        InvalidDeviceTypeError: ``device_type`` is not a device name.
+        InvalidCppDeviceOptionsError: a provider of the package's door returned options
+            g++ would not receive as meant.
+        ProviderLoadError: the device's declared provider cannot be imported.
+        Exception: whatever the device's provider raises, with a note naming it.
+
+    Example::
+
+        options = ido.get_cpp_device_options("npu", aot_mode=True)
+        print(options.include_dirs)
+    """
     # Inductor passes device names without an index; torch's native registry only knows those.
     name = _registry.normalize_device_type(device_type)
     module = _installed().module
-    result = getattr(module, _FUNCTION)(
+    result = getattr(module, FUNCTION)(
         device_type=name, aot_mode=aot_mode, compile_only=compile_only
     )
     return CppDeviceOptions(*(list(values) for values in result))
@@ -354,16 +517,57 @@ def get_cpp_device_options(
 def package_cpp_device_options(
     device_type: str, aot_mode: bool = False, compile_only: bool = False
 ) -> CppDeviceOptions | None:
-    """What this package's own sources give ``device_type`` (None: it has none), as
-    Inductor gets them from the package: the chain around it left out."""
+    """What this package's sources give ``device_type`` (None: they do not serve it), the
+    chain around them left out."""
     name = _registry.normalize_device_type(device_type)
-    if name in _registry.RESERVED_DEVICE_TYPES:
+    if name in _registry.RESERVED_DEVICE_TYPES and not _in_torch_registry(name):
         return None
     installation = _installed()
-    options = resolve(
-        name, aot_mode, compile_only, use_device_interface=installation.mode == "hook"
-    )
-    return None if options is None else options.copy()
+    with bypassing(name):
+        served = serve(
+            name,
+            aot_mode,
+            compile_only,
+            torch_registry=_torch_registry(installation.module),
+            serve_interfaces=True,
+            default=lambda: installation.module.__dict__[FUNCTION](name, aot_mode, compile_only),
+            own_dispatcher=_native_dispatcher,
+        )
+    if served is None:
+        return None
+    if isinstance(served, CppDeviceOptions):
+        return served.copy()
+    return CppDeviceOptions(*(list(values) for values in served))  # type: ignore[attr-defined]
+
+
+def _in_torch_registry(device_type: str) -> bool:
+    module = sys.modules.get(CPP_BUILDER)
+    registry = _torch_registry(module) if module is not None else None
+    return registry is not None and device_type in registry
+
+
+def registered_device_types() -> list[str]:
+    """Every device type registered, through this package or through
+    ``torch._inductor.cpp_builder.register_cpp_device_options``, sorted. Imports nothing.
+
+    Returns:
+        The device types, such as ``["npu", "sampledev"]``.
+
+    Example::
+
+        ido.register_cpp_device_options("acme", acme_options)
+        assert "acme" in ido.registered_device_types()
+    """
+    names = set(_registry.registered_device_types())
+    module = sys.modules.get(CPP_BUILDER)
+    registry = _torch_registry(module) if module is not None else None
+    if registry is not None:
+        names.update(
+            name
+            for name, callback in registry.items()
+            if isinstance(name, str) and callback is not _native_dispatcher
+        )
+    return sorted(names)
 
 
 class HookState(NamedTuple):
@@ -377,6 +581,8 @@ class HookState(NamedTuple):
     was seen to behave (a replacement, or wrapping the hook).
     ``replaced_by``: set only when the module's ``__dict__`` was written past the chain;
     registrations then do not reach Inductor.
+    ``device_interface_backport``: whether the hook asks ``DeviceInterface`` as torch 2.15
+    does, on a torch that does not (None while waiting).
     """
 
     torch_version: str
@@ -394,7 +600,7 @@ class HookState(NamedTuple):
         if self.mode == "waiting":
             line = "waiting: installs when torch._inductor.cpp_builder is first imported"
         elif self.mode == "native":
-            line = f"native: torch has {_NATIVE_REGISTER}; providers are registered through it"
+            line = f"native: torch has {REGISTER}; providers are registered through it"
         else:
             line = f"hook installed, chaining to {self.chains_to}"
         if self.adopted:
@@ -411,36 +617,50 @@ class HookState(NamedTuple):
 
 
 class DeviceOptionsSource(NamedTuple):
-    """Where a device's options come from, found without calling the provider.
+    """Where a device's options come from, found without calling any provider.
 
-    ``source``: ``"registration"``, ``"entry point"``, ``"device interface"`` or
-    ``"torch"`` (the function below the package: stock torch or a replacement).
+    ``source``: ``"registration"`` (this package's), ``"cpp_builder registration"``
+    (``torch._inductor.cpp_builder.register_cpp_device_options``), ``"entry point"``,
+    ``"device interface"`` (``DeviceInterface.get_cpp_device_options``) or ``"torch"`` (the
+    function below the package: stock torch or a replacement). ``guaranteed``: the options
+    get this package's guarantees (validation, custom_op_libs, real paths, fingerprint).
     """
 
     device_type: str
-    source: Literal["registration", "entry point", "device interface", "torch"]
+    source: Literal[
+        "registration", "cpp_builder registration", "entry point", "device interface", "torch"
+    ]
     description: str
+    guaranteed: bool = False
 
 
 def device_options_source(device_type: str) -> DeviceOptionsSource:
-    """Which source serves ``device_type``, in lookup order. Loads no provider."""
+    """Which source serves ``device_type``, in lookup order, without calling or importing
+    any provider.
+
+    Args:
+        device_type: ``"npu"`` or ``"npu:0"``.
+
+    Returns:
+        A :class:`DeviceOptionsSource`.
+
+    Raises:
+        InvalidDeviceTypeError: ``device_type`` is not a device name.
+
+    Example::
+
+        print(ido.device_options_source("npu").source)   # e.g. "entry point"
+    """
     name = _registry.normalize_device_type(device_type)
-    if name not in _registry.RESERVED_DEVICE_TYPES:
-        provider = _registry.registered_provider(name)
-        if provider is not None:
-            return DeviceOptionsSource(name, "registration", provider.description)
-        entry_point = _registry.declared_entry_points().get(name)
-        if entry_point is not None:
-            return DeviceOptionsSource(
-                name, "entry point", _registry.describe_entry_point(entry_point)
-            )
-        interface = served_interface(name)
-        if interface is not None:
-            return DeviceOptionsSource(
-                name,
-                "device interface",
-                f"{_registry.describe_callable(interface)}.get_cpp_device_options",
-            )
+    source = _source(name)
+    if source is not None:
+        description = source.description
+        if source.fallback:
+            description += "; bundled: it gives way to the backend's own answer"
+        return DeviceOptionsSource(name, source.kind, description, source.guaranteed)
+    interface = _interface_answering(name)
+    if interface is not None:
+        return DeviceOptionsSource(name, "device interface", interface_description(interface))
     installation = _installation
     if installation is None:
         return DeviceOptionsSource(name, "torch", "stock torch")
@@ -451,46 +671,90 @@ def device_options_source(device_type: str) -> DeviceOptionsSource:
     return DeviceOptionsSource(name, "torch", " over ".join(descriptions))
 
 
+def _source(device_type: str) -> Source | None:
+    """The package's source for a normalized device (not loaded), or None."""
+    module = sys.modules.get(CPP_BUILDER)
+    registry = _torch_registry(module) if module is not None else None
+    if device_type in _registry.RESERVED_DEVICE_TYPES and (
+        registry is None or device_type not in registry
+    ):
+        return None
+    return find_source(
+        device_type,
+        registry,
+        serve_interfaces=True,
+        load=False,
+        own_dispatcher=_native_dispatcher,
+    )
+
+
+def _interface_answering(device_type: str) -> type | None:
+    """The device's DeviceInterface, where the function below asks it: torch 2.15's own
+    function, or the backport around stock torch."""
+    if device_type in _registry.RESERVED_DEVICE_TYPES:
+        return None
+    interface = interface_defining_cpp_options(device_type)
+    if interface is None:
+        return None
+    installation = _installation
+    if installation is not None and installation.backport:
+        return interface
+    from torch._dynamo.device_interface import DeviceInterface
+
+    return interface if hasattr(DeviceInterface, "get_cpp_device_options") else None
+
+
 def known_device_options_sources() -> list[DeviceOptionsSource]:
-    """Every device this process knows a source for: torch's own, registered, declared,
-    and devices whose DeviceInterface defines get_cpp_device_options."""
+    """Every device this process knows a source for: torch's own, registered (through
+    either door), declared, and devices whose DeviceInterface defines
+    ``get_cpp_device_options``, sorted by device type.
+
+    Returns:
+        A list of :class:`DeviceOptionsSource`.
+
+    Example::
+
+        for source in ido.known_device_options_sources():
+            print(source.device_type, source.source)
+    """
     from torch._dynamo.device_interface import get_registered_device_interfaces
 
     names = set(_registry.RESERVED_DEVICE_TYPES)
-    names.update(_registry.registered_device_types())
+    names.update(registered_device_types())
     names.update(_registry.declared_entry_points())
-    if _serves_device_interfaces():
-        names.update(
-            name
-            for name, interface in get_registered_device_interfaces()
-            if getattr(interface, "get_cpp_device_options", None) is not None
-        )
+    names.update(
+        name
+        for name, _ in get_registered_device_interfaces()
+        if name not in _registry.RESERVED_DEVICE_TYPES and interface_defining_cpp_options(name)
+    )
     return [device_options_source(name) for name in sorted(names)]
 
 
-def _serves_device_interfaces() -> bool:
-    # The hook asks DeviceInterface.get_cpp_device_options itself on every torch (on 2.15
-    # too, so that its options are validated and get custom_op_libs); with torch's native
-    # registry, torch's function does (2.15) or nothing does.
-    installation = _installation
-    return installation is None or installation.mode == "hook"
-
-
 def served_interface(device_type: str) -> type | None:
-    """The DeviceInterface whose get_cpp_device_options the hook asks for ``device_type``."""
-    if not _serves_device_interfaces():
+    """The DeviceInterface whose get_cpp_device_options serves ``device_type``, if any."""
+    source = _source(device_type)
+    if source is not None and source.kind != "device interface":
         return None
-    return interface_with_cpp_options(device_type)
+    return interface_defining_cpp_options(device_type)
 
 
 def hook_state() -> HookState:
-    """Report the hook's state without importing torch._inductor."""
+    """Where this package stands in ``torch._inductor.cpp_builder``, without importing
+    ``torch._inductor``.
+
+    Returns:
+        A :class:`HookState`; ``describe()`` gives it as one line.
+
+    Example::
+
+        print(ido.hook_state().describe())
+    """
     import torch
 
     installation = _installation
     if installation is None:
         return HookState(torch.__version__, "waiting", None, None, None)
-    current = installation.module.__dict__.get(_FUNCTION)
+    current = installation.module.__dict__.get(FUNCTION)
     chain = installation.chain
     replaced_by = None
     if not chain.owns(current):
@@ -500,8 +764,6 @@ def hook_state() -> HookState:
         mode=installation.mode,
         chains_to=_registry.describe_callable(installation.previous),
         replaced_by=replaced_by,
-        device_interface_backport=(
-            installation.mode == "hook" and device_interface_backport_active()
-        ),
+        device_interface_backport=installation.backport,
         adopted=chain.adopted(),
     )

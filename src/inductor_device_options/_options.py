@@ -1,19 +1,20 @@
-"""CppDeviceOptions and the rules each value must meet. Pure: no torch import.
+"""CppDeviceOptions and the rules each value must meet whatever torch does. Pure: no torch.
 
 ``torch._inductor.cpp_builder.CppBuilder`` renders each list into one command line and
 then ``shlex.split``s it into g++'s arguments. What must hold whatever the running torch
 does is checked here; what depends on how that torch renders a field (whether it quotes
-include dirs, say) is learned from it by ``_rendering``. The rules here:
+include dirs, say) is learned from it by ``_rendering``, what ld and the other tools behind
+g++ receive is ``_tools``' business, and whether g++ takes a definition or a dashed flag at
+all is asked of the compiler by ``_compiler``. The rules here:
 
 * a value is a ``str`` (a subclass is copied to a plain ``str``: it is the characters that
   are validated and rendered, not its own formatting), and each list is read once;
-* no value holds a newline, a carriage return or a NUL;
-* a definition is ``NAME`` or ``NAME=VALUE``, ``NAME`` a C identifier, after leading spaces
-  (torch writes ``" USE_CUDA"``): ``-D`` takes the next word, so anything else is either a
-  g++ error or, starting with ``@``, a response file g++ reads arguments from;
-* a cflag, ldflag or library does not start with the dash Inductor adds itself, a library
-  is a name, not a file name (``ascendcl``, or ``:libascendcl.so`` for one file);
-* include and library dirs are absolute: Inductor runs g++ in a directory of its own;
+* no value holds a newline, a carriage return or a NUL, and none but a passthrough
+  argument is empty;
+* a library does not start with the ``-l`` Inductor adds itself, and is a name, not a file
+  name (``ascendcl``, or ``:libascendcl.so`` for one file): ld would look for another file;
+* include and library dirs are absolute: Inductor runs g++ in a directory of its own, and
+  this process's current directory must not decide what it finds;
 * a passthrough argument splits into words, none of which starts with ``@``.
 """
 
@@ -68,11 +69,7 @@ MULTI_WORD_FIELDS = frozenset({"passthrough_args"})
 
 # Characters that end a line or a C string: invalid in every field.
 _LINE_BREAKING = re.compile(r"[\n\r\x00]")
-# torch itself writes definitions with a leading space (" USE_CUDA"); -D then takes the
-# next word, so leading spaces are harmless there.
-_MACRO = re.compile(r" *[A-Za-z_][A-Za-z0-9_]*(=.*)?", re.DOTALL)
 _SHARED_LIBRARY_FILE = re.compile(r"^lib(?P<name>.+?)\.(so|a|dylib)(\.\d+)*$")
-_DASH_ADDED_BY_INDUCTOR = {"cflags": "-", "ldflags": "-", "libraries": "-l"}
 _DIRECTORY_FIELDS = ("include_dirs", "libraries_dirs")
 
 
@@ -181,18 +178,15 @@ def value_problem(field: str, value: str) -> str | None:
         return _passthrough_problem(value)
     if value.strip() == "":
         return "is empty"
-    if field == "definitions":
-        return _definition_problem(value)
     if field in _DIRECTORY_FIELDS and not value.startswith("/"):
         return (
             "is relative: Inductor runs the compiler in a directory of its own, and this "
             "process's current directory is no part of the options; make it absolute"
         )
-    if field in _DASH_ADDED_BY_INDUCTOR and value.startswith("-"):
-        dash = _DASH_ADDED_BY_INDUCTOR[field]
+    if field == "libraries" and value.startswith("-"):
         return (
-            f"starts with '-'; Inductor adds {dash!r} itself, so write "
-            f"{value.removeprefix(dash if value.startswith(dash) else '-')!r}"
+            "starts with '-'; Inductor adds '-l' itself, so ld would look for "
+            f"lib{value}.so: write {value.removeprefix('-l' if value.startswith('-l') else '-')!r}"
         )
     if field == "libraries":
         file_name = _SHARED_LIBRARY_FILE.match(value)
@@ -202,18 +196,6 @@ def value_problem(field: str, value: str) -> str | None:
                 f"{file_name['name']!r} (or ':{value}' for this exact file)"
             )
     return None
-
-
-def _definition_problem(value: str) -> str | None:
-    if _MACRO.fullmatch(value):
-        return None
-    if value.lstrip(" ").startswith("-D"):
-        return f"starts with '-D'; Inductor adds '-D' itself, so write {value.lstrip(' ')[2:]!r}"
-    return (
-        "is not a macro: a definition is NAME or NAME=VALUE with NAME a C identifier; "
-        "Inductor renders it as -D <definition>, so anything else is a g++ error, or with "
-        "a leading '@' a response file g++ reads more arguments from"
-    )
 
 
 def _passthrough_problem(value: str) -> str | None:

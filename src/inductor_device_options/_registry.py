@@ -1,13 +1,15 @@
-"""Who provides a device's C++ options: registrations and declared entry points.
+"""Who provides a device's C++ options through this package's own door: registrations and
+declared entry points.
 
-Nothing here imports torch. Lookup order for a device:
-explicit registration > entry point in the ``inductor_device_options`` group.
-(The hook then falls back to the device's DeviceInterface and to the function that
-was installed before it.)
+Nothing here imports torch. Lookup order for a device, among these:
+explicit registration > an entry point of another distribution > the entry point this
+package bundles (a fallback, see ``_resolve``). Two distributions declaring the same device
+are ordered by a fixed rule (:func:`declared_entry_points`), which the user may override.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import warnings
@@ -32,10 +34,24 @@ ENTRY_POINT_GROUP = "inductor_device_options"
 #: Devices whose options torch computes itself; their behaviour must never change.
 RESERVED_DEVICE_TYPES = frozenset({"cpu", "cuda", "xpu", "mps"})
 
+#: ``device=distribution[,device=distribution...]``: which distribution's entry point
+#: serves a device that several distributions declare.
+PREFER_ENV = "INDUCTOR_DEVICE_OPTIONS_PREFER"
+#: ``device[,device...]``: devices served through torch's own doors that get this
+#: package's guarantees (see :func:`guarantee_cpp_device_options`), in every process.
+GUARANTEE_ENV = "INDUCTOR_DEVICE_OPTIONS_GUARANTEE"
+
+#: This package's own distribution: its entry points are the bundled fallbacks.
+BUNDLED_DISTRIBUTION = "inductor-device-options"
+
 CppDeviceOptionsCallback = Callable[[str, bool, bool], Any]
 
+# How the package's own lookups read a device type; what torch can ask for is stricter.
 _DEVICE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DEVICE_INDEX = re.compile(r"[0-9]+")
+# torch.device() parses a device type of letters and '_' only, and torch names every
+# device in lower case: Inductor asks for nothing else.
+_TORCH_DEVICE_NAME = re.compile(r"[a-z_]+")
 
 
 class Provider(NamedTuple):
@@ -45,13 +61,15 @@ class Provider(NamedTuple):
     callback: CppDeviceOptionsCallback
     source: Literal["registration", "entry point"]
     description: str
+    #: A bundled entry point: it serves only when the backend gives no answer of its own.
+    bundled: bool = False
 
 
 _lock = threading.RLock()
 _registered: dict[str, Provider] = {}
-_declared: dict[str, metadata.EntryPoint] | None = None
-_invalid: list[InvalidDeclaration] = []
+_declarations: _Declarations | None = None
 _loaded: dict[str, Provider] = {}
+_guaranteed: set[str] = set()
 # Called with the device type after each registration: the hook uses it to forward
 # registrations to torch's own registry when torch has one.
 _registration_listeners: list[Callable[[str], None]] = []
@@ -75,6 +93,20 @@ def normalize_device_type(device_type: object) -> str:
     return name
 
 
+def _unaskable(name: str) -> str | None:
+    """Why Inductor can never ask for device type ``name``, or None."""
+    if _TORCH_DEVICE_NAME.fullmatch(name):
+        return None
+    if _TORCH_DEVICE_NAME.fullmatch(name.lower()):
+        return (
+            f"torch names devices in lower case: Inductor asks for {name.lower()!r}, never {name!r}"
+        )
+    return (
+        f"torch.device() parses device types of letters and '_' only ({name!r} has a digit): "
+        "Inductor never asks for it"
+    )
+
+
 def describe_callable(callback: object) -> str:
     """A name a person can find in the code: ``module.qualname``."""
     module = getattr(callback, "__module__", None)
@@ -84,16 +116,69 @@ def describe_callable(callback: object) -> str:
     return repr(callback)
 
 
-def register(device_type: str, callback: CppDeviceOptionsCallback) -> None:
-    """Register ``callback`` for ``device_type``; warn and overwrite if one exists."""
+def register_cpp_device_options(device_type: str, callback: CppDeviceOptionsCallback) -> None:
+    """Give Inductor ``callback``'s C++ options for ``device_type``.
+
+    From then on every ``CppTorchDeviceOptions(device_type=...)`` that Inductor builds for
+    the device (cpp_wrapper mode, AOTInductor) carries what the callback returns, checked
+    and completed by this package: validated as g++ and the tools behind it will receive
+    it, with ``config.aot_inductor.custom_op_libs`` appended, include and library dirs
+    resolved to real paths, and an SDK fingerprint definition. Registering imports no
+    ``torch._inductor``: call it at import time of the backend.
+
+    Args:
+        device_type: the device, as torch names it: ``"npu"`` (an index, ``"npu:0"``, is
+            dropped). Lower-case letters and ``_``: what Inductor can ask for.
+        callback: called as ``callback(device_type, aot_mode, compile_only)`` with the
+            device type without index; returns the seven lists, a
+            :class:`CppDeviceOptions` or a plain 7-tuple of lists of ``str``, the complete
+            options. To extend torch's own options rather than repeat them, start from
+            :func:`default_cpp_device_options`.
+
+    Raises:
+        InvalidDeviceTypeError: ``device_type`` is not a device name Inductor can ask for.
+        ReservedDeviceTypeError: cpu, cuda, xpu or mps: torch computes those itself.
+        InvalidProviderError: ``callback`` is not callable.
+
+    Registering a device again warns and replaces the earlier callback (registering the
+    same callback again is silent). Errors in what the callback returns are raised when
+    Inductor first asks, before anything reaches g++
+    (:class:`InvalidCppDeviceOptionsError`).
+
+    Example::
+
+        import inductor_device_options as ido
+
+        def acme_options(device_type, aot_mode, compile_only):
+            options = ido.default_cpp_device_options(device_type, aot_mode, compile_only)
+            options.definitions.append("USE_ACME")
+            options.include_dirs.append("/opt/acme/include")
+            return options
+
+        ido.register_cpp_device_options("acme", acme_options)
+    """
     provider = _checked_provider(device_type, callback)
     previous = _put(provider)
-    if previous is not None:
+    if previous is not None and not _same_callable(previous.callback, provider.callback):
         warnings.warn(
             f"C++ device options for {provider.device_type!r} are already registered by "
             f"{previous.description}; overwriting with {provider.description}",
             stacklevel=2,
         )
+
+
+def _same_callable(first: object, second: object) -> bool:
+    """The same function, or the same method of the same object (``obj.method`` is a new
+    bound method at each access)."""
+    if first is second:
+        return True
+    self_ = getattr(first, "__self__", None)
+    func = getattr(first, "__func__", None)
+    return (
+        func is not None
+        and func is getattr(second, "__func__", None)
+        and self_ is getattr(second, "__self__", None)
+    )
 
 
 def _put(provider: Provider) -> Provider | None:
@@ -116,6 +201,15 @@ def _checked_provider(device_type: str, callback: CppDeviceOptionsCallback) -> P
             device_type=name,
             provider=describe_callable(callback),
         )
+    unaskable = _unaskable(name)
+    if unaskable is not None:
+        raise InvalidDeviceTypeError(
+            f"cannot register C++ device options for {name!r} (callback "
+            f"{describe_callable(callback)}): {unaskable}, so the registration would never "
+            "apply",
+            device_type=name,
+            provider=describe_callable(callback),
+        )
     if not callable(callback):
         raise InvalidProviderError(
             f"callback for device {name!r} must be callable as "
@@ -127,22 +221,53 @@ def _checked_provider(device_type: str, callback: CppDeviceOptionsCallback) -> P
     return Provider(name, callback, "registration", describe_callable(callback))
 
 
-def unregister(device_type: str) -> bool:
-    """Remove the registration of ``device_type``; True if there was one."""
+def unregister_cpp_device_options(device_type: str) -> bool:
+    """Remove the registration of ``device_type`` made with
+    :func:`register_cpp_device_options`.
+
+    Args:
+        device_type: ``"npu"`` or ``"npu:0"``.
+
+    Returns:
+        True if there was one. The device then gets its options from the next source in
+        the lookup order (an entry point, its DeviceInterface, torch).
+
+    Raises:
+        InvalidDeviceTypeError: ``device_type`` is not a device name.
+
+    Example::
+
+        ido.unregister_cpp_device_options("acme")
+    """
     name = normalize_device_type(device_type)
     with _lock:
         return _registered.pop(name, None) is not None
 
 
 def registered_device_types() -> list[str]:
-    """Device types with an explicit registration, sorted."""
+    """Device types with an explicit registration through this package, sorted.
+
+    Devices registered through ``torch._inductor.cpp_builder.register_cpp_device_options``
+    are added by the package's top-level :func:`registered_device_types`.
+    """
     with _lock:
         return sorted(_registered)
 
 
 @contextmanager
-def registered(device_type: str, callback: CppDeviceOptionsCallback) -> Iterator[None]:
-    """Register ``callback`` for the ``with`` block, then restore what was there."""
+def registered_cpp_device_options(
+    device_type: str, callback: CppDeviceOptionsCallback
+) -> Iterator[None]:
+    """Register ``callback`` for ``device_type`` for the ``with`` block, then restore the
+    registration that was there before (or none): for tests.
+
+    Args and raises: as :func:`register_cpp_device_options`, without its warning.
+
+    Example::
+
+        with ido.registered_cpp_device_options("acme", acme_options):
+            model = torch.compile(model, options={"cpp_wrapper": True})
+    """
     provider = _checked_provider(device_type, callback)
     previous = _put(provider)
     try:
@@ -160,6 +285,55 @@ def registered_provider(device_type: str) -> Provider | None:
         return _registered.get(device_type)
 
 
+# --- the opt-in to the package's guarantees for torch's doors -----------------------------
+
+
+def guarantee_cpp_device_options(device_type: str) -> None:
+    """Give a device served through torch's own doors this package's guarantees.
+
+    torch's doors — ``torch._inductor.cpp_builder.register_cpp_device_options`` and
+    ``DeviceInterface.get_cpp_device_options`` — get exactly what the backend returns, as
+    torch defines them. After this call, what they return for ``device_type`` is checked and
+    completed as for :func:`register_cpp_device_options`: validated, with
+    ``custom_op_libs``, real paths and the SDK fingerprint. To reach every process (compile
+    subprocesses, distributed ranks), set ``INDUCTOR_DEVICE_OPTIONS_GUARANTEE=npu`` (a
+    comma-separated list) instead.
+
+    Args:
+        device_type: ``"npu"`` or ``"npu:0"``.
+
+    Raises:
+        InvalidDeviceTypeError: ``device_type`` is not a device name Inductor can ask for.
+        ReservedDeviceTypeError: cpu, cuda, xpu or mps.
+
+    Example::
+
+        ido.guarantee_cpp_device_options("npu")
+    """
+    name = normalize_device_type(device_type)
+    if name in RESERVED_DEVICE_TYPES:
+        raise ReservedDeviceTypeError(
+            f"cannot guarantee the C++ options of {name!r}: torch computes them itself",
+            device_type=name,
+        )
+    unaskable = _unaskable(name)
+    if unaskable is not None:
+        raise InvalidDeviceTypeError(f"{unaskable}", device_type=name)
+    with _lock:
+        _guaranteed.add(name)
+
+
+def is_guaranteed(device_type: str) -> bool:
+    """Whether ``device_type``'s options from torch's doors get the package's guarantees."""
+    if device_type in _guaranteed:
+        return True
+    listed = os.environ.get(GUARANTEE_ENV, "")
+    return device_type in {name.strip() for name in listed.split(",")}
+
+
+# --- declared entry points ---------------------------------------------------------------
+
+
 class InvalidDeclaration(NamedTuple):
     """An entry point of the group that cannot name a device, and why."""
 
@@ -170,39 +344,134 @@ class InvalidDeclaration(NamedTuple):
         return f"{describe_entry_point(self.entry_point)}: {self.reason}"
 
 
+class DeclarationConflict(NamedTuple):
+    """Several distributions declare the same device: which one serves it, and why."""
+
+    device_type: str
+    chosen: metadata.EntryPoint
+    others: tuple[metadata.EntryPoint, ...]
+    reason: str
+
+    @property
+    def warns(self) -> bool:
+        """A bundled fallback giving way is by design; two backends for a device are not."""
+        return any(not is_bundled(entry_point) for entry_point in self.others)
+
+    def describe(self) -> str:
+        others = "; ".join(describe_entry_point(entry_point) for entry_point in self.others)
+        return (
+            f"device {self.device_type!r} is declared by several distributions: "
+            f"{describe_entry_point(self.chosen)} serves it ({self.reason}); not used: "
+            f"{others}. To choose, set {PREFER_ENV}={self.device_type}=<distribution>"
+        )
+
+
+class _Declarations(NamedTuple):
+    chosen: dict[str, metadata.EntryPoint]
+    invalid: list[InvalidDeclaration]
+    conflicts: dict[str, DeclarationConflict]
+
+
 def declared_entry_points() -> dict[str, metadata.EntryPoint]:
-    """The group's entry points by device type, read once per process. Entry points
-    whose name is not a device name are left out (see ``invalid_declarations``)."""
-    declared = _declared
-    if declared is None:
-        _read_declarations()
-        declared = _declared
-        assert declared is not None
-    return declared
+    """The group's entry points by device type, read once per process: for a device that
+    several distributions declare, the one chosen (see :class:`DeclarationConflict`).
+    Entry points whose name is not a device name are left out (``invalid_declarations``)."""
+    return _read_declarations().chosen
 
 
 def invalid_declarations() -> list[InvalidDeclaration]:
     """Entry points of the group that name no device this package can serve."""
-    declared_entry_points()
-    return list(_invalid)
+    return list(_read_declarations().invalid)
 
 
-def _read_declarations() -> None:
-    global _declared, _invalid
+def declaration_conflicts() -> list[DeclarationConflict]:
+    """Devices that several distributions declare, sorted by device type."""
+    conflicts = _read_declarations().conflicts
+    return [conflicts[name] for name in sorted(conflicts)]
+
+
+def _read_declarations() -> _Declarations:
+    global _declarations
+    declarations = _declarations
+    if declarations is not None:
+        return declarations
     from importlib import metadata  # ~5 ms: only when a lookup needs it
 
     # Read outside the lock: never hold it across an import (see find_provider).
-    declared: dict[str, metadata.EntryPoint] = {}
+    candidates: dict[str, list[metadata.EntryPoint]] = {}
     invalid: list[InvalidDeclaration] = []
     for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
         reason = _declaration_problem(entry_point.name)
         if reason is None:
-            declared[entry_point.name] = entry_point
+            candidates.setdefault(entry_point.name, []).append(entry_point)
         else:
             invalid.append(InvalidDeclaration(entry_point, reason))
+    preferred = _preferences(os.environ.get(PREFER_ENV, ""))
+    chosen: dict[str, metadata.EntryPoint] = {}
+    conflicts: dict[str, DeclarationConflict] = {}
+    for name, entry_points in candidates.items():
+        ordered, reason = _ordered(entry_points, preferred.get(name))
+        chosen[name] = ordered[0]
+        if len(ordered) > 1:
+            conflicts[name] = DeclarationConflict(name, ordered[0], tuple(ordered[1:]), reason)
     with _lock:
-        if _declared is None:
-            _declared, _invalid = declared, invalid
+        if _declarations is None:
+            _declarations = _Declarations(chosen, invalid, conflicts)
+        return _declarations
+
+
+def _preferences(value: str) -> dict[str, str]:
+    """``{device: normalized distribution name}`` from ``$INDUCTOR_DEVICE_OPTIONS_PREFER``."""
+    preferences: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in value.split(","))):
+        device, equals, distribution = item.partition("=")
+        if not equals or not device.strip() or not distribution.strip():
+            warnings.warn(
+                f"{PREFER_ENV}: {item!r} is not device=distribution; ignored", stacklevel=3
+            )
+            continue
+        preferences[device.strip()] = _normalized_name(distribution)
+    return preferences
+
+
+def _ordered(
+    entry_points: list[metadata.EntryPoint], preferred: str | None
+) -> tuple[list[metadata.EntryPoint], str]:
+    """The declarations of one device, the one that serves it first, and why it does."""
+
+    def key(entry_point: metadata.EntryPoint) -> tuple[bool, str, str]:
+        return (is_bundled(entry_point), _distribution_name(entry_point), entry_point.value)
+
+    ordered = sorted(entry_points, key=key)
+    if preferred is not None:
+        chosen = [ep for ep in ordered if _distribution_name(ep) == preferred]
+        if chosen:
+            rest = [ep for ep in ordered if ep is not chosen[0]]
+            return [chosen[0], *rest], f"{PREFER_ENV} names {preferred}"
+        reason = f"{PREFER_ENV} names {preferred}, which declares no such entry point; otherwise "
+    else:
+        reason = ""
+    return ordered, (
+        reason + "another distribution's declaration comes before the one bundled with "
+        "inductor-device-options, then distributions in order of their names"
+    )
+
+
+def _normalized_name(name: str) -> str:
+    """A distribution name as packaging compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name.strip()).lower()
+
+
+def _distribution_name(entry_point: metadata.EntryPoint) -> str:
+    dist = entry_point.dist
+    return _normalized_name(dist.name) if dist is not None else ""
+
+
+def is_bundled(entry_point: metadata.EntryPoint) -> bool:
+    """Whether ``entry_point`` is declared by this package itself (a fallback provider)."""
+    if entry_point.dist is not None:
+        return _distribution_name(entry_point) == BUNDLED_DISTRIBUTION
+    return entry_point.value.startswith("inductor_device_options.")
 
 
 def _declaration_problem(name: str) -> str | None:
@@ -213,6 +482,9 @@ def _declaration_problem(name: str) -> str | None:
         )
     if name in RESERVED_DEVICE_TYPES:
         return f"torch computes the options of {name!r} itself; the entry point is ignored"
+    unaskable = _unaskable(name)
+    if unaskable is not None:
+        return f"{unaskable}; the entry point is ignored"
     return None
 
 
@@ -237,6 +509,9 @@ def find_provider(device_type: str) -> Provider | None:
     entry_point = declared_entry_points().get(device_type)
     if entry_point is None:
         return None
+    conflict = _read_declarations().conflicts.get(device_type)
+    if conflict is not None and conflict.warns:
+        warnings.warn(conflict.describe(), RuntimeWarning, stacklevel=2)
     description = describe_entry_point(entry_point)
     try:
         callback = entry_point.load()
@@ -260,5 +535,6 @@ def find_provider(device_type: str) -> Provider | None:
         if registered is not None:
             return registered
         return _loaded.setdefault(
-            device_type, Provider(device_type, callback, "entry point", description)
+            device_type,
+            Provider(device_type, callback, "entry point", description, is_bundled(entry_point)),
         )

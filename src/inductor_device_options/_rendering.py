@@ -22,14 +22,16 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from ._compiler import CompilerQuestion, compiler_problems, questions
 from ._options import (
     FIELDS,
     MULTI_WORD_FIELDS,
     CppDeviceOptions,
     ValueProblem,
-    value_problem,
+    value_problems,
 )
-from ._resolve import CPP_BUILDER
+from ._tools import Argument, tool_problems
+from ._torch_names import CPP_BUILDER
 
 _VALUE = "{value}"
 _PROBE = "inductor_device_options_probe"
@@ -90,15 +92,37 @@ class Rendering(NamedTuple):
             if isinstance(segment, tuple):
                 words.extend(segment)
                 continue
-            for value in getattr(options, segment):
-                try:
-                    expected = self.fields[segment].expected(value)
-                except ValueError:
-                    return None
-                if any(word.startswith("@") for word in expected):
-                    return None
-                words.extend(expected)
+            arguments = _arguments_of(self.fields[segment], getattr(options, segment))
+            if arguments is None:
+                return None
+            words.extend(argument.text for argument in arguments)
         return words
+
+    def arguments(self, options: CppDeviceOptions) -> list[Argument] | None:
+        """The arguments g++ gets from ``options``, in order, each with its value; None
+        as for :meth:`expected_words`."""
+        found: list[Argument] = []
+        for segment in self.layout:
+            if isinstance(segment, tuple):
+                continue
+            arguments = _arguments_of(self.fields[segment], getattr(options, segment))
+            if arguments is None:
+                return None
+            found.extend(arguments)
+        return found
+
+
+def _arguments_of(rendering: FieldRendering, values: Sequence[str]) -> list[Argument] | None:
+    arguments: list[Argument] = []
+    for position, value in enumerate(values):
+        try:
+            expected = rendering.expected(value)
+        except ValueError:
+            return None
+        if any(word.startswith("@") for word in expected):
+            return None
+        arguments.extend(Argument(word, rendering.field, position) for word in expected)
+    return arguments
 
 
 _learned: dict[type, Rendering | None] = {}
@@ -151,19 +175,103 @@ def rendering_problems(options: CppDeviceOptions) -> list[ValueProblem]:
     return problems or [_whole_line_problem(options)]
 
 
+def final_problems(options: CppDeviceOptions) -> list[ValueProblem]:
+    """Every value of the final ``options`` that would not reach g++, or a tool behind it,
+    as meant, or that the compiler rejects: the rules of ``_options``, then this torch's
+    rendering, then what ld and the other tools receive and what the compiler takes."""
+    problems = value_problems(options) or rendering_problems(options)
+    if problems:
+        return problems
+    arguments = _final_arguments(options)
+    return _tool_problems(arguments, options) or _compiler_problems(arguments, options)
+
+
 def final_value_problem(field: str, value: str) -> str | None:
-    """Why ``value`` in ``field`` would not reach g++ as meant: a rule of ``_options``, or
-    the running ``CppBuilder``'s rendering. None when it would."""
-    return value_problem(field, value) or rendering_problem(field, value)
+    """Why ``value`` alone in ``field`` would not reach g++ (or a tool behind it) as meant,
+    or be rejected by the compiler. None when it would reach it and be taken."""
+    problems = final_problems(_alone(field, value))
+    return problems[0].problem if problems else None
 
 
-def rendering_problem(field: str, value: str) -> str | None:
-    """Why ``value`` alone in ``field`` would not reach g++ as meant, or None."""
+def _final_arguments(options: CppDeviceOptions) -> list[Argument]:
+    """What g++ receives from options that render as meant."""
     learned = rendering()
-    if learned is None:
-        lone = _plain_word_problems(_alone(field, value))
-        return lone[0].problem if lone else None
-    return _value_problem(learned, field, value)
+    if learned is not None:
+        arguments = learned.arguments(options)
+        assert arguments is not None, "rendering_problems let through what does not render"
+        return arguments
+    # A CppBuilder this package does not recognise: plain words, rendered as torch
+    # renders them by convention.
+    fallback: list[Argument] = []
+    for field, values in zip(FIELDS, options, strict=True):
+        for position, value in enumerate(values):
+            words = (
+                shlex.split(value)
+                if field in MULTI_WORD_FIELDS
+                else [*_CONVENTIONAL[field][:-1], _CONVENTIONAL[field][-1] + value.lstrip(" ")]
+            )
+            fallback.extend(Argument(word, field, position) for word in words)
+    return fallback
+
+
+_CONVENTIONAL: dict[str, tuple[str, ...]] = {
+    "definitions": ("-D", ""),
+    "include_dirs": ("-I",),
+    "cflags": ("-",),
+    "ldflags": ("-",),
+    "libraries_dirs": ("-L",),
+    "libraries": ("-l",),
+}
+
+
+def _tool_problems(arguments: list[Argument], options: CppDeviceOptions) -> list[ValueProblem]:
+    return [
+        ValueProblem(
+            found.argument.field,
+            found.argument.position,
+            getattr(options, found.argument.field)[found.argument.position],
+            f"reaches g++ as {found.argument.text!r}, which {found.problem}",
+        )
+        for found in tool_problems(arguments)
+    ]
+
+
+def _compiler_problems(arguments: list[Argument], options: CppDeviceOptions) -> list[ValueProblem]:
+    values = {
+        (field, position): value
+        for field, field_values in zip(FIELDS, options, strict=True)
+        for position, value in enumerate(field_values)
+    }
+    asked = questions(arguments, values)
+    if not asked:
+        return []
+    compiler = _compiler()
+    problems = []
+    for question, error in compiler_problems(compiler, asked):
+        problem = f"reaches g++ as {list(question.words)!r}, which {compiler} rejects: {error}"
+        problems.append(
+            ValueProblem(
+                question.field, question.position, question.value, problem + _dash_hint(question)
+            )
+        )
+    return problems
+
+
+def _dash_hint(question: CompilerQuestion) -> str:
+    """Say so when the value holds the dash Inductor adds itself."""
+    value = question.value.lstrip(" ")
+    dash = "-D" if question.field == "definitions" else "-"
+    if not value.startswith(dash):
+        return ""
+    return f" (Inductor adds {dash!r} itself: write {value.removeprefix(dash)!r}?)"
+
+
+def _compiler() -> str:
+    """The compiler Inductor runs (``$CXX``, or what torch picks)."""
+    import torch._inductor.cpp_builder as cpp_builder  # imported already during a lookup
+
+    compiler: str = cpp_builder.get_cpp_compiler()
+    return compiler
 
 
 def _value_problem(learned: Rendering, field: str, value: str) -> str | None:

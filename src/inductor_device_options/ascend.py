@@ -70,8 +70,7 @@ from ._cann import (
 )
 from ._hook import default_cpp_device_options, hook_state
 from ._options import CppDeviceOptions
-from ._registry import register as register_cpp_device_options
-from ._registry import unregister as unregister_cpp_device_options
+from ._registry import register_cpp_device_options, unregister_cpp_device_options
 
 __all__ = [
     "ACL_SPLIT_LIBRARIES",

@@ -487,7 +487,7 @@ def _prepare(args: argparse.Namespace) -> tuple[DeviceOptionsSource, UnknownDevi
     _import_inductor()
     if args.provider is not None:
         try:
-            _registry.register(args.device, args.provider)
+            _registry.register_cpp_device_options(args.device, args.provider)
         except CppDeviceOptionsError as error:
             args.parser.error(f"argument --provider: {error}")
     source = device_options_source(args.device)

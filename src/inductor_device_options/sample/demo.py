@@ -230,20 +230,24 @@ def _run_steps_in(
 def buildable_cache_dir(cache_dir: str | os.PathLike[str] | None) -> tuple[Path, str | None]:
     """Where to build, and why that cannot work, found before a minute of building: the
     runtime's library dir reaches g++ as the running torch renders it, in -L (unquoted
-    before torch 2.15) and in -Wl,-rpath (an ldflag, never quoted), so a space in it fails
-    the first compile. The default location falls back to a temporary one.
+    before torch 2.15), so a space in it fails the first compile, and the loader as a
+    runpath entry, which a ':' would cut. The default location falls back to a temporary
+    one.
     """
+    from .. import RunpathError, runpath
     from .._rendering import final_value_problem
-    from .sdk import runpath_ldflag
 
     wanted = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     fallback = Path(tempfile.gettempdir()) / f"inductor-device-options-{os.getuid()}" / DEVICE_NAME
     problem = None
     for candidate in [wanted] if cache_dir is not None else [wanted, fallback]:
         library_dir = os.path.realpath(candidate / "sdk" / "lib")
-        problem = final_value_problem("libraries_dirs", library_dir) or final_value_problem(
-            "ldflags", runpath_ldflag(library_dir)
-        )
+        try:
+            problem = final_value_problem("libraries_dirs", library_dir) or final_value_problem(
+                "passthrough_args", runpath(library_dir)
+            )
+        except RunpathError as error:
+            problem = str(error)
         if problem is None:
             return candidate, None
     return wanted, (

@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .. import CppDeviceOptions, default_cpp_device_options
+from .. import CppDeviceOptions, default_cpp_device_options, runpath
 
 DEVICE_NAME = "sampledev"
 DEVICE_MACRO = "SAMPLEDEV_DEVICE"
@@ -75,11 +75,6 @@ def build_runtime_library(lib_dir: Path) -> Path:
     return library
 
 
-def runpath_ldflag(runtime_lib_dir: Path | str) -> str:
-    """The ldflag (CppBuilder adds the dash) that puts ``runtime_lib_dir`` in the runpath."""
-    return f"Wl,-rpath,{runtime_lib_dir}"
-
-
 def sdk_options_for(
     runtime_lib_dir: Path, device_type: str, aot_mode: bool, compile_only: bool
 ) -> CppDeviceOptions:
@@ -91,5 +86,5 @@ def sdk_options_for(
     options.libraries.append(RUNTIME_LIBRARY)
     # The compiled module is loaded from Inductor's cache, far from the SDK: the
     # runpath lets the loader find the runtime without LD_LIBRARY_PATH.
-    options.ldflags.append(runpath_ldflag(runtime_lib_dir))
+    options.passthrough_args.append(runpath(runtime_lib_dir))
     return options

@@ -1,0 +1,140 @@
+"""Whether the compiler takes a definition or a flag at all: asked, not guessed.
+
+Which ``-D`` definitions g++ accepts is the preprocessor's business: ``F(x)=((x)+1)`` and
+``FOO-BAR`` (with a warning) are fine, ``1FOO``, ``F(x`` and ``FOO=/*`` are errors. Which
+double-dash options it takes is the driver's: a cflag ``-std=c++17``, rendered ``--std=c++17``,
+is an alias GCC knows, ``-O2`` rendered ``--O2`` is an error. So, for every value that is not
+plainly valid, the compiler Inductor runs is asked once (``-E`` on an empty C++ source, in an
+empty directory) and its own error is the refusal's reason. Values that are plainly valid —
+``NAME`` or ``NAME=VALUE`` of ordinary characters, flags that do not start with ``-`` — are
+never sent to it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+import threading
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from ._tools import Argument
+
+_PLAIN_DEFINITION = re.compile(r" *([A-Za-z_][A-Za-z0-9_]*)(=[A-Za-z0-9_.+\-:%,=]*)?")
+# Names #define refuses (C++ operator names, 'defined') or warns about: the compiler decides.
+_SPECIAL_NAMES = frozenset(
+    {
+        "defined",
+        "and",
+        "and_eq",
+        "bitand",
+        "bitor",
+        "compl",
+        "not",
+        "not_eq",
+        "or",
+        "or_eq",
+        "xor",
+        "xor_eq",
+        "__VA_ARGS__",
+        "__VA_OPT__",
+    }
+)
+# Inductor adds the dash of these fields itself: a value with one more is checked.
+_DASHED_FIELDS = frozenset({"cflags", "ldflags"})
+
+_lock = threading.Lock()
+_verdicts: dict[tuple[str, tuple[str, ...]], str | None] = {}
+_VERDICTS_LIMIT = 1024
+
+
+class CompilerQuestion(NamedTuple):
+    """The arguments of one value that the compiler is asked about."""
+
+    field: str
+    position: int
+    value: str
+    words: tuple[str, ...]
+
+
+def needs_compiler(field: str, value: str) -> bool:
+    """Whether only the compiler can tell if it takes ``value`` in ``field``."""
+    if field == "definitions":
+        plain = _PLAIN_DEFINITION.fullmatch(value)
+        return plain is None or plain.group(1) in _SPECIAL_NAMES
+    return field in _DASHED_FIELDS and value.startswith("-")
+
+
+def questions(
+    arguments: Sequence[Argument], values: dict[tuple[str, int], str]
+) -> list[CompilerQuestion]:
+    """The values to ask the compiler about, each with the arguments g++ gets for it.
+
+    ``values``: each value by (field, position)."""
+    words: dict[tuple[str, int], list[str]] = {}
+    for argument in arguments:
+        key = (argument.field, argument.position)
+        if needs_compiler(argument.field, values[key]):
+            words.setdefault(key, []).append(argument.text)
+    return [
+        CompilerQuestion(field, position, values[(field, position)], tuple(texts))
+        for (field, position), texts in words.items()
+    ]
+
+
+def compiler_problems(
+    compiler: str, asked: Sequence[CompilerQuestion]
+) -> list[tuple[CompilerQuestion, str]]:
+    """Each question whose arguments ``compiler`` rejects, with the compiler's own error."""
+    if not asked:
+        return []
+    if _verdict(compiler, tuple(word for question in asked for word in question.words)) is None:
+        return []
+    problems = []
+    for question in asked:
+        error = _verdict(compiler, question.words)
+        if error is not None:
+            problems.append((question, error))
+    return problems
+
+
+def _verdict(compiler: str, words: tuple[str, ...]) -> str | None:
+    """The compiler's error for ``words`` on an empty source, None if it takes them."""
+    key = (compiler, words)
+    with _lock:
+        if key in _verdicts:
+            return _verdicts[key]
+    verdict = _ask(compiler, words)
+    with _lock:
+        if len(_verdicts) >= _VERDICTS_LIMIT:
+            _verdicts.clear()
+        _verdicts[key] = verdict
+    return verdict
+
+
+def _ask(compiler: str, words: tuple[str, ...]) -> str | None:
+    with tempfile.TemporaryDirectory(prefix="inductor-device-options-cc-") as empty:
+        try:
+            finished = subprocess.run(
+                [compiler, "-E", "-x", "c++", os.devnull, "-o", os.devnull, *words],
+                cwd=empty,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                errors="backslashreplace",
+                timeout=60,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None  # no compiler to ask: Inductor's own build will say so
+    if finished.returncode == 0:
+        return None
+    lines = [line.strip() for line in finished.stderr.splitlines() if line.strip()]
+    errors = (
+        [line for line in lines if "error" in line]
+        or lines
+        or [f"exit status {finished.returncode}"]
+    )
+    return "; ".join(errors[:2])

@@ -1,0 +1,187 @@
+"""The words g++ hands to the tools behind it, and a runpath that reaches the loader whole.
+
+g++ passes some arguments on: ``-Wl,a,b`` gives ld ``a`` and ``b`` (split at every comma),
+``-Wa,`` the assembler, ``-Wp,`` the preprocessor, and ``-Xlinker``, ``-Xassembler``,
+``-Xpreprocessor`` the next word whole. Those tools read a ``@file`` argument as a response
+file, as g++ does. So a value that reaches g++ as the arguments meant may still give ld
+more: a path with a comma inside ``-Wl,-rpath,<path>`` becomes two ld arguments, the second
+whatever follows the comma. The rules, on the words g++ receives:
+
+* no piece a tool receives starts with ``@``;
+* no comma in a ``-Wl,``/``-Wa,``/``-Wp,`` word falls inside a path that exists (a real
+  path, a symlink's target, the current directory) or inside the value of an environment
+  variable: those commas were not written by the provider, and split what it meant as one.
+
+:func:`runpath` gives a library dir to the loader as one ``-Xlinker`` argument, which no
+comma splits. Pure: no torch import.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple
+
+from ._errors import RunpathError
+
+#: Words whose comma-separated pieces g++ hands to another tool.
+SPLIT_PREFIXES: Mapping[str, str] = {"-Wl,": "ld", "-Wa,": "as", "-Wp,": "the preprocessor"}
+#: Words after which g++ hands the next word, whole, to another tool.
+WHOLE_NEXT: Mapping[str, str] = {
+    "-Xlinker": "ld",
+    "-Xassembler": "as",
+    "-Xpreprocessor": "the preprocessor",
+}
+
+
+class Argument(NamedTuple):
+    """One argument g++ receives from the options, and the value it comes from."""
+
+    text: str
+    field: str
+    position: int
+
+
+class ToolProblem(NamedTuple):
+    """Why an argument would give a tool behind g++ other arguments than meant."""
+
+    argument: Argument
+    problem: str
+
+
+def tool_problems(
+    arguments: Sequence[Argument], environ: Mapping[str, str] | None = None
+) -> list[ToolProblem]:
+    """Each argument of ``arguments`` (what g++ receives, in order) that would give ld, as
+    or the preprocessor an argument the provider did not write."""
+    environ = os.environ if environ is None else environ
+    problems: list[ToolProblem] = []
+    for index, argument in enumerate(arguments):
+        previous = arguments[index - 1].text if index else ""
+        if previous in WHOLE_NEXT:
+            problem = _response_file(argument.text, WHOLE_NEXT[previous], previous)
+            if problem is not None:
+                problems.append(ToolProblem(argument, problem))
+            continue
+        for prefix, tool in SPLIT_PREFIXES.items():
+            if argument.text.startswith(prefix):
+                problem = split_word_problem(argument.text, prefix, tool, environ)
+                if problem is not None:
+                    problems.append(ToolProblem(argument, problem))
+    return problems
+
+
+def _response_file(piece: str, tool: str, how: str) -> str | None:
+    if not piece.startswith("@"):
+        return None
+    return (
+        f"gives {tool} the argument {piece!r} (through {how}), which {tool} reads as a "
+        "response file (more arguments from that file)"
+    )
+
+
+def split_word_problem(word: str, prefix: str, tool: str, environ: Mapping[str, str]) -> str | None:
+    """Why ``word`` (``prefix`` then comma-separated pieces) gives ``tool`` other
+    arguments than meant, or None."""
+    payload = word[len(prefix) :]
+    pieces = payload.split(",")
+    received = f"g++ splits {prefix} at every comma, so {tool} receives {pieces!r}"
+    for piece in pieces:
+        problem = _response_file(piece, tool, f"{prefix}")
+        if problem is not None:
+            return f"{problem}: {received}"
+    path = _path_across_comma(payload)
+    if path is not None:
+        return (
+            f"holds the path {path!r}, which exists with a comma in it: {received}, the "
+            "path cut in two; give a library dir to the loader with "
+            "inductor_device_options.runpath() (-Xlinker keeps it whole)"
+        )
+    for name, value in _comma_values(environ):
+        if value in payload:
+            return (
+                f"holds the value of ${name} ({value!r}), whose comma was not written by the "
+                f"provider: {received}"
+            )
+    return None
+
+
+def _path_across_comma(payload: str) -> str | None:
+    """A path that exists and runs across a comma of ``payload``, or None."""
+    comma = payload.find(",")
+    while comma != -1:
+        start = payload.rfind(",", 0, comma) + 1
+        slash = payload.find("/", start, comma)
+        if slash != -1:
+            for end in _path_ends(payload, comma + 1):
+                candidate = payload[slash:end]
+                if os.path.lexists(candidate):
+                    return candidate
+        comma = payload.find(",", comma + 1)
+    return None
+
+
+def _path_ends(payload: str, after: int) -> Iterable[int]:
+    """Where a path that runs past index ``after`` may end: before each ``/`` or ``,``."""
+    for index in range(after, len(payload)):
+        if payload[index] in "/,":
+            yield index
+    yield len(payload)
+
+
+def _comma_values(environ: Mapping[str, str]) -> Iterable[tuple[str, str]]:
+    """Environment variables whose value is a path with a comma."""
+    for name, value in environ.items():
+        if "," in value and "/" in value:
+            yield name, value
+
+
+def runpath(directory: str | os.PathLike[str]) -> str:
+    """A ``passthrough_args`` value that puts ``directory``'s real path in the RUNPATH of
+    every module Inductor links, so that the loader finds the device's libraries there
+    without ``LD_LIBRARY_PATH``.
+
+    RUNPATH is the list of directories, stored in a shared library, where the dynamic
+    loader looks for the libraries it needs. The path goes to ld through ``-Xlinker``,
+    one argument that no comma splits, and is resolved first: a ``latest`` symlink
+    re-pointed later does not change what a built module loads.
+
+    Args:
+        directory: an absolute path to the directory of the device's runtime libraries.
+
+    Returns:
+        ``"-Xlinker -rpath -Xlinker <real path>"``, the path shell-quoted as Inductor's
+        command line needs.
+
+    Raises:
+        RunpathError: the path is relative, or its real path holds a ``:`` (which
+            separates runpath entries) or a ``$`` (which the loader expands, as in
+            ``$ORIGIN``), a newline or a NUL: it would not reach the loader as one entry.
+
+    Example::
+
+        options.libraries_dirs.append("/opt/acme/lib")
+        options.libraries.append("acme_rt")
+        options.passthrough_args.append(ido.runpath("/opt/acme/lib"))
+    """
+    path = os.fspath(directory)
+    if not os.path.isabs(path):
+        raise RunpathError(
+            f"runpath {path!r} is relative: the loader would look for it from the "
+            "directory the program runs in; give an absolute path"
+        )
+    real = os.path.realpath(path)
+    for character, why in (
+        (":", "separates runpath entries"),
+        ("$", "starts a token the loader expands ($ORIGIN, $LIB, $PLATFORM)"),
+        ("\n", "would cut the compiler command line"),
+        ("\x00", "would cut the compiler command line"),
+    ):
+        if character in real:
+            shown = repr(real) if real == path else f"{path!r} (real path {real!r})"
+            raise RunpathError(
+                f"runpath {shown} holds {character!r}, which {why}: the loader would not "
+                "get it as one directory"
+            )
+    return f"-Xlinker -rpath -Xlinker {shlex.quote(real)}"
