@@ -143,7 +143,7 @@ def test_the_compiler_decides_which_definitions_and_dashed_flags_it_takes(
     with pytest.raises(InvalidCppDeviceOptionsError) as caught:
         finish(_with(field, value), device_type="npu", provider="torch_npu.options")
     message = str(caught.value)
-    assert f"npu' from torch_npu.options: {field}[0] = {value!r} reaches g++ as {words!r}" in message
+    assert f"from torch_npu.options: {field}[0] = {value!r} reaches g++ as {words!r}" in message
     assert error in message  # the compiler's own words
     assert hint in message
 

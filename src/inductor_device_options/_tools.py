@@ -12,14 +12,13 @@ whatever follows the comma. The rules, on the words g++ receives:
   path, a symlink's target, the current directory) or inside the value of an environment
   variable: those commas were not written by the provider, and split what it meant as one.
 
-:func:`runpath` gives a library dir to the loader as one ``-Xlinker`` argument, which no
-comma splits. Pure: no torch import.
+:func:`runpath` gives a library dir to the loader as one runpath entry, or says why it
+cannot. Pure: no torch import.
 """
 
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
@@ -95,8 +94,7 @@ def split_word_problem(word: str, prefix: str, tool: str, environ: Mapping[str, 
     if path is not None:
         return (
             f"holds the path {path!r}, which exists with a comma in it: {received}, the "
-            "path cut in two; give a library dir to the loader with "
-            "inductor_device_options.runpath() (-Xlinker keeps it whole)"
+            "path cut in two (in passthrough_args, -Xlinker <path> keeps it whole)"
         )
     for name, value in _comma_values(environ):
         if value in payload:
@@ -138,32 +136,35 @@ def _comma_values(environ: Mapping[str, str]) -> Iterable[tuple[str, str]]:
 
 
 def runpath(directory: str | os.PathLike[str]) -> str:
-    """A ``passthrough_args`` value that puts ``directory``'s real path in the RUNPATH of
-    every module Inductor links, so that the loader finds the device's libraries there
-    without ``LD_LIBRARY_PATH``.
+    """An ``ldflags`` value that puts ``directory``'s real path in the RUNPATH of every
+    module Inductor links, so that the loader finds the device's libraries there without
+    ``LD_LIBRARY_PATH``.
 
     RUNPATH is the list of directories, stored in a shared library, where the dynamic
-    loader looks for the libraries it needs. The path goes to ld through ``-Xlinker``,
-    one argument that no comma splits, and is resolved first: a ``latest`` symlink
-    re-pointed later does not change what a built module loads.
+    loader looks for the libraries it needs. The value is ``Wl,-rpath,<real path>``:
+    an ldflag, because Inductor passes ldflags to link commands only (a linker option in
+    ``passthrough_args`` also reaches the command that precompiles headers, which then
+    tries to link). The path is resolved first: a ``latest`` symlink re-pointed later does
+    not change what a built module loads.
 
     Args:
         directory: an absolute path to the directory of the device's runtime libraries.
 
     Returns:
-        ``"-Xlinker -rpath -Xlinker <real path>"``, the path shell-quoted as Inductor's
-        command line needs.
+        ``"Wl,-rpath,<real path>"``.
 
     Raises:
-        RunpathError: the path is relative, or its real path holds a ``:`` (which
-            separates runpath entries) or a ``$`` (which the loader expands, as in
-            ``$ORIGIN``), a newline or a NUL: it would not reach the loader as one entry.
+        RunpathError: the real path cannot reach the loader as one runpath entry: it is
+            relative, or holds a ``,`` (g++ splits ``-Wl,`` at commas), a ``:`` (which
+            separates runpath entries), a ``$`` (which the loader expands, as in
+            ``$ORIGIN``), whitespace, a quote or a backslash (Inductor does not quote
+            ldflags), a newline or a NUL.
 
     Example::
 
         options.libraries_dirs.append("/opt/acme/lib")
         options.libraries.append("acme_rt")
-        options.passthrough_args.append(ido.runpath("/opt/acme/lib"))
+        options.ldflags.append(ido.runpath("/opt/acme/lib"))
     """
     path = os.fspath(directory)
     if not os.path.isabs(path):
@@ -172,16 +173,18 @@ def runpath(directory: str | os.PathLike[str]) -> str:
             "directory the program runs in; give an absolute path"
         )
     real = os.path.realpath(path)
-    for character, why in (
-        (":", "separates runpath entries"),
-        ("$", "starts a token the loader expands ($ORIGIN, $LIB, $PLATFORM)"),
-        ("\n", "would cut the compiler command line"),
-        ("\x00", "would cut the compiler command line"),
-    ):
-        if character in real:
+    for characters, why in _RUNPATH_BREAKERS:
+        found = next((character for character in real if character in characters), None)
+        if found is not None:
             shown = repr(real) if real == path else f"{path!r} (real path {real!r})"
-            raise RunpathError(
-                f"runpath {shown} holds {character!r}, which {why}: the loader would not "
-                "get it as one directory"
-            )
-    return f"-Xlinker -rpath -Xlinker {shlex.quote(real)}"
+            raise RunpathError(f"runpath {shown} holds {found!r}: {why}")
+    return f"Wl,-rpath,{real}"
+
+
+_RUNPATH_BREAKERS = (
+    (",", "g++ splits -Wl, at every comma, so ld would get the path in pieces"),
+    (":", "the loader splits a runpath at ':', into two directories"),
+    ("$", "the loader expands '$' tokens in a runpath ($ORIGIN, $LIB, $PLATFORM)"),
+    (" \t'\"\\", "Inductor does not quote ldflags, so g++ would not get the path as one argument"),
+    ("\n\r\x00", "it would cut the compiler command line"),
+)
