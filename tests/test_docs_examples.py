@@ -13,9 +13,9 @@ The convention (written for authors in docs/development/docs.md):
   into the page's directory, for the blocks and commands after it to import.
 * ``bash``: one script, run by ``bash -e -o pipefail``; it must exit 0.
 * ``console``: ``$ `` lines are commands (a line ending in a backslash continues on the
-  next), the lines after each one its output, stdout and stderr as a terminal shows them;
-  ``...`` matches anything. The block's commands run in one bash, so ``echo $?`` prints
-  the exit status of the command before it.
+  next), the lines after each one its output on stdout (``...`` matches anything; write
+  ``2>&1`` to show stderr too). The block's commands run in one bash. A command must exit
+  0, unless the next command is ``echo $?``, which prints its exit status.
 * A page is one terminal session and one Python session, in a directory of its own: what a
   shell block exports or ``cd``s into holds for every block after it, Python included.
   ``HOME`` and ``TMPDIR`` are the page's own; the venv's ``bin`` is first on ``PATH``.
@@ -36,6 +36,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 import pytest
@@ -102,7 +103,9 @@ class Page:
     def __init__(self, directory: Path):
         self.directory = directory
 
-    def run_bash(self, script: str, *, strict: bool) -> subprocess.CompletedProcess[str]:
+    def run_bash(
+        self, script: str, *, strict: bool, merge_stderr: bool
+    ) -> subprocess.CompletedProcess[str]:
         """Run ``script`` in bash in the current directory and environment, then take over
         the variables it exported and the directory it ended in."""
         with tempfile.TemporaryDirectory(dir=self.directory / ".state") as state:
@@ -110,7 +113,7 @@ class Page:
             prologue = (
                 f"trap 'env -0 > {shlex.quote(str(env_file))}; "
                 f"pwd > {shlex.quote(str(cwd_file))}' EXIT\n"
-                "exec 2>&1\n"
+                + ("exec 2>&1\n" if merge_stderr else "")
             )
             options = ["-e", "-o", "pipefail"] if strict else ["-o", "pipefail"]
             finished = subprocess.run(
@@ -185,7 +188,7 @@ def write_file(example: Example) -> str | None:
 
 
 def run_bash_block(example: Example) -> str | None:
-    finished = _page(example).run_bash(str(example.parsed), strict=True)
+    finished = _page(example).run_bash(str(example.parsed), strict=True, merge_stderr=True)
     if finished.returncode != 0:
         return f"bash exited with status {finished.returncode}:\n{finished.stdout}"
     return None
@@ -222,33 +225,43 @@ def console_commands(source: str) -> list[ConsoleCommand]:
     return commands
 
 
-_SEPARATOR = "\x1e{}\x1e"
+_SEPARATOR = re.compile(r"\n\x1e(\d+)\x1e\n")
+_SHOW_STATUS = "echo $?"
 
 
 def run_console_block(example: Example) -> str | None:
     commands = console_commands(str(example.parsed))
-    # Between two commands, the separator is printed and the first one's status restored,
-    # so that `echo $?` sees it.
+    # Between two commands, a separator carrying the first one's exit status is printed,
+    # and that status restored, so that `echo $?` sees it.
     script = "".join(
-        "__ido_status=$?\n"
-        f"printf '\\n{_SEPARATOR.format(index)}\\n'\n"
+        f"{command.command}\n__ido_status=$?\n"
+        "printf '\\n\\036%d\\036\\n' $__ido_status\n"
         "(exit $__ido_status)\n"
-        f"{command.command}\n"
-        for index, command in enumerate(commands)
+        for command in commands
     )
-    finished = _page(example).run_bash(script, strict=False)
-    chunks = re.split(r"\n\x1e\d+\x1e\n", finished.stdout)[1:]
+    finished = _page(example).run_bash(script, strict=False, merge_stderr=False)
+    parts = _SEPARATOR.split(finished.stdout)
+    outputs, statuses = parts[0:-1:2], [int(status) for status in parts[1::2]]
     checker = doctest.OutputChecker()
-    for command, got in zip(commands, chunks, strict=True):
+    for index, (command, got, status) in enumerate(zip(commands, outputs, statuses, strict=True)):
         got = "\n".join(line.rstrip() for line in got.rstrip("\n").splitlines())
         want = "\n".join(line.rstrip() for line in command.expected.splitlines())
+        shown_status = index + 1 < len(commands) and commands[index + 1].command == _SHOW_STATUS
         if not checker.check_output(want + "\n", got + "\n", doctest.ELLIPSIS):
             diff = "\n".join(
                 difflib.unified_diff(
                     want.splitlines(), got.splitlines(), "shown", "printed", lineterm=""
                 )
             )
-            return f"$ {command.command}\nprinted other output than the page shows:\n{diff}"
+            return (
+                f"$ {command.command}\nprinted other output than the page shows:\n{diff}\n"
+                f"stderr of the block:\n{finished.stderr}"
+            )
+        if status != 0 and not shown_status:
+            return (
+                f"$ {command.command}\nexited with status {status}, and the page does not "
+                f"show it (`$ {_SHOW_STATUS}` after the command):\n{finished.stderr}"
+            )
     return None
 
 
@@ -430,6 +443,38 @@ def test_console_blocks_split_into_commands_and_their_output(
     source: str, expected: list[ConsoleCommand]
 ) -> None:
     assert console_commands(source) == expected
+
+
+@pytest.mark.parametrize(
+    ("block", "failure"),
+    [
+        ("$ echo out; echo err >&2\nout\n", None),  # stderr is not compared
+        ("$ false\n$ echo $?\n1\n", None),  # a failure the page shows
+        ("$ false\n", "exited with status 1"),  # a failure the page does not show
+        ("$ echo a\nb\n", "printed other output"),
+        ("$ echo one two three\none ... three\n", None),
+        ("$ export SHOWN=yes\n$ echo $SHOWN\nyes\n", None),  # one bash per block
+    ],
+)
+def test_a_console_block_checks_output_and_exit_status(
+    tmp_path: Path, block: str, failure: str | None
+) -> None:
+    with page_session(tmp_path) as page:
+        example = SimpleNamespace(parsed=block, namespace={"__page__": page})
+        result = run_console_block(example)  # type: ignore[arg-type]
+    assert (result is None) if failure is None else (failure in (result or "")), result
+
+
+def test_a_page_is_one_terminal_session(tmp_path: Path) -> None:
+    with page_session(tmp_path) as page:
+        example = SimpleNamespace(
+            parsed="mkdir sub && cd sub\nexport FROM_THE_PAGE=1\n", namespace={"__page__": page}
+        )
+        assert run_bash_block(example) is None  # type: ignore[arg-type]
+        assert os.getcwd() == str(tmp_path / "sub")
+        assert os.environ["FROM_THE_PAGE"] == "1"
+    assert "FROM_THE_PAGE" not in os.environ
+    assert os.getcwd() != str(tmp_path / "sub")
 
 
 @pytest.mark.parametrize(
