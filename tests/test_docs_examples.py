@@ -42,11 +42,15 @@ from typing import Any, NamedTuple
 import pytest
 from support import NATIVE
 from sybil import Document, Example, Region, Sybil
+from sybil.document import PythonDocStringDocument
 from sybil.evaluators.doctest import DocTestEvaluator
 from sybil.evaluators.python import PythonEvaluator
 from sybil.parsers.abstract import DocTestStringParser
 from sybil.parsers.markdown.lexers import RawFencedCodeBlockLexer
 from sybil.parsers.myst import CodeBlockParser
+from sybil.parsers.rest import DocTestParser
+
+import inductor_device_options
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = sorted(
@@ -312,6 +316,19 @@ SYBIL = Sybil(
 )
 
 
+#: The docstrings' ``>>>`` examples, read from the installed package (the one under test).
+DOCSTRINGS = Sybil(
+    parsers=[DocTestParser(optionflags=DOCTEST_FLAGS)],
+    document_types={".py": PythonDocStringDocument},
+)
+PACKAGE_DIR = Path(inductor_device_options.__file__).resolve().parent
+MODULES_WITH_EXAMPLES = sorted(
+    path
+    for path in PACKAGE_DIR.rglob("*.py")
+    if path.name != "__main__.py" and ">>>" in path.read_text()
+)
+
+
 # --- the fences of a page, whatever Sybil makes of them -------------------------------------
 
 
@@ -374,6 +391,27 @@ def test_the_examples_of_the_page_run(path: Path, tmp_path: Path, clean_registry
     assert hook_state().adopted == adopted_before, (
         f"{_ids(path)} left a function adopted into the hook's chain: restore what it assigns"
     )
+
+
+@pytest.mark.skipif(
+    NATIVE, reason="the docstrings describe released torch: the package hooks, it does not delegate"
+)
+@pytest.mark.parametrize(
+    "path", MODULES_WITH_EXAMPLES, ids=lambda path: str(path.relative_to(PACKAGE_DIR))
+)
+def test_the_examples_of_the_docstrings_run(
+    path: Path, tmp_path: Path, clean_registry: None
+) -> None:
+    """Every ``>>>`` example in the package's docstrings (which the reference shows)."""
+    from inductor_device_options import ascend
+
+    document = DOCSTRINGS.parse(path)
+    with page_session(tmp_path):
+        try:
+            for example in document:
+                example.evaluate()
+        finally:
+            ascend.clear_cache()  # the examples' stand-in installs are removed with the page
 
 
 def test_every_fence_names_its_language() -> None:
