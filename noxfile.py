@@ -157,10 +157,15 @@ def _build_wheel(session: nox.Session, out_dir: Path) -> Path:
     return wheel
 
 
-def _junit_counts(path: Path) -> dict[str, int]:
+def _junit_suite(path: Path) -> ElementTree.Element:
     suites = ElementTree.parse(path).getroot()
     suite = suites if suites.tag == "testsuite" else suites.find("testsuite")
     assert suite is not None, f"no testsuite in {path}"
+    return suite
+
+
+def _junit_counts(path: Path) -> dict[str, int]:
+    suite = _junit_suite(path)
     total = int(suite.get("tests", "0"))
     failed = int(suite.get("failures", "0"))
     errors = int(suite.get("errors", "0"))
@@ -171,6 +176,15 @@ def _junit_counts(path: Path) -> dict[str, int]:
         "errors": errors,
         "skipped": skipped,
     }
+
+
+def _junit_failed_tests(path: Path) -> list[str]:
+    """The tests that failed or errored, as ``module.py::name``."""
+    return [
+        f"{case.get('classname', '').replace('.', '/')}.py::{case.get('name')}"
+        for case in _junit_suite(path).iter("testcase")
+        if case.find("failure") is not None or case.find("error") is not None
+    ]
 
 
 def _demo_sections(output: str) -> dict[str, str]:
@@ -307,6 +321,7 @@ def _matrix(session: nox.Session, release: str) -> None:
                 demo_rc = demo.wait()
         if junit.is_file():
             summary["tests"] = _junit_counts(junit)
+            summary["failed_tests"] = _junit_failed_tests(junit)
         if pytest_rc == 5:
             failures.append("pytest collected no tests (exit status 5)")
         elif pytest_rc:
@@ -408,6 +423,8 @@ def compatibility_table(rows: list[dict[str, Any]]) -> str:
         notes.append(f"- `{row['session']}`: {when or 'when: not recorded'}")
         if row.get("failures"):
             notes.append(f"  failures: {'; '.join(row['failures'])}")
+        for test in row.get("failed_tests") or []:
+            notes.append(f"  failed: `{test}`")
     lines += [
         "",
         f"{totals['passed']} passed, {totals['failed']} failed, {totals['skipped']} skipped.",
