@@ -9,7 +9,12 @@ machine; 2.13.0 comes from a local CPU wheel where ``PIP_FIND_LINKS`` has one), 
 installed any other version, builds this package's sdist and wheel and installs the wheel (not
 the checkout), then runs the test suite, the demo and, where ``upstream/`` has a PyTorch patch
 for that release, ``upstream/verify.py``. What it saw goes to ``.nox/matrix-summary/``;
-``nox -s matrix-summary`` prints the table the README's Compatibility section is copied from.
+``nox -s matrix-summary`` prints the compatibility table and writes it, with the sessions'
+results, into ``docs/_generated/`` (the docs render that file; nobody copies it by hand).
+
+The oldest torch runs on the oldest Python the package claims (``requires-python``), the
+newest on the newest Python that torch supports (``SESSION_PYTHON``), the others on 3.11.
+Each interpreter is looked up on ``PATH``, then among pyenv's installs.
 
 ``MATRIX_UPSTREAM=patch`` (CI sets it, for time) runs ``upstream/verify.py`` without rerunning
 the package's test suite under the patched torch. A CUDA torch takes ~6 GB per virtualenv:
@@ -18,6 +23,8 @@ the package's test suite under the patched torch. A CUDA torch takes ~6 GB per v
 
 from __future__ import annotations
 
+import datetime
+import glob
 import json
 import os
 import re
@@ -27,6 +34,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
+from typing import Any
 
 import nox
 from nox.command import CommandFailed
@@ -34,6 +42,9 @@ from nox.command import CommandFailed
 TORCH_RELEASES = ("2.6.0", "2.10.0", "2.13.0", "2.14.1", "2.15.0")
 ROOT = Path(__file__).resolve().parent
 SUMMARY_DIR = ROOT / ".nox" / "matrix-summary"
+#: What the docs render: every session's latest result, and the table made from them.
+DOCS_MATRIX_JSON = ROOT / "docs" / "_generated" / "matrix.json"
+DOCS_MATRIX_TABLE = ROOT / "docs" / "_generated" / "compatibility.md"
 UPSTREAM_PATCHES = ROOT / "upstream" / "pytorch"
 
 # The machine's pip configuration may cap torch below the release a session names (and
@@ -41,16 +52,71 @@ UPSTREAM_PATCHES = ROOT / "upstream" / "pytorch"
 # read no pip config file. PIP_FIND_LINKS and the other PIP_* variables still apply.
 MATRIX_PIP_ENV = {"PIP_CONFIG_FILE": os.devnull}
 
+#: The Python range the matrix proves: torch 2.6.0 on 3.10, the oldest Python the package
+#: claims (pyproject's requires-python), and 2.15.0 on 3.13, the newest that torch 2.15
+#: supports. Every other session runs on DEFAULT_PYTHON.
+SESSION_PYTHON = {"2.6.0": "3.10", "2.15.0": "3.13"}
+DEFAULT_PYTHON = "3.11"
+
+
+def _runs(interpreter: str, version: str) -> bool:
+    """Whether ``interpreter`` starts and is Python ``version`` (a pyenv shim on PATH exits
+    with an error for a version that pyenv has installed but not activated)."""
+    try:
+        finished = subprocess.run(
+            [interpreter, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return finished.returncode == 0 and finished.stdout.strip() == version
+
+
+def _pyenv_root() -> Path:
+    if os.environ.get("PYENV_ROOT"):
+        return Path(os.environ["PYENV_ROOT"])
+    if shutil.which("pyenv"):
+        found = subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=False)
+        if found.returncode == 0 and found.stdout.strip():
+            return Path(found.stdout.strip())
+    return Path.home() / ".pyenv"
+
+
+def _patch_level(path: str) -> tuple[int, ...]:
+    """(3, 10, 13) for .../versions/3.10.13/bin/python3.10: the newest patch release first."""
+    release = Path(path).parent.parent.name
+    return tuple(int(part) for part in re.findall(r"\d+", release))
+
+
+def interpreter(version: str) -> str:
+    """The Python ``version`` a session runs on, as nox's ``python=`` takes it: a path.
+
+    ``python3.X`` on PATH when it runs, else pyenv's newest install of that version
+    (``$(pyenv root)/versions/3.X.*``); else the version itself, which nox looks up and,
+    when it cannot find it, reports."""
+    candidates = [shutil.which(f"python{version}")]
+    pattern = str(_pyenv_root() / "versions" / f"{version}.*" / "bin" / f"python{version}")
+    candidates += sorted(glob.glob(pattern), key=_patch_level, reverse=True)
+    for candidate in candidates:
+        if candidate and _runs(candidate, version):
+            return candidate
+    return version
+
+
 nox.options.default_venv_backend = "venv"
 nox.options.sessions = [f"tests-{release}" for release in TORCH_RELEASES]
 
 PROBE = """\
-import json, torch
+import json, platform, torch
 import torch._inductor.cpp_builder
 from torch._dynamo.device_interface import DeviceInterface
 import inductor_device_options as ido
 print(json.dumps({
     "torch": torch.__version__,
+    "python": platform.python_version(),
     "package_file": ido.__file__,
     "mode": ido.hook_state().mode,
     "torch_has_device_interface_hook": hasattr(DeviceInterface, "get_cpp_device_options"),
@@ -91,10 +157,15 @@ def _build_wheel(session: nox.Session, out_dir: Path) -> Path:
     return wheel
 
 
-def _junit_counts(path: Path) -> dict[str, int]:
+def _junit_suite(path: Path) -> ElementTree.Element:
     suites = ElementTree.parse(path).getroot()
     suite = suites if suites.tag == "testsuite" else suites.find("testsuite")
     assert suite is not None, f"no testsuite in {path}"
+    return suite
+
+
+def _junit_counts(path: Path) -> dict[str, int]:
+    suite = _junit_suite(path)
     total = int(suite.get("tests", "0"))
     failed = int(suite.get("failures", "0"))
     errors = int(suite.get("errors", "0"))
@@ -105,6 +176,15 @@ def _junit_counts(path: Path) -> dict[str, int]:
         "errors": errors,
         "skipped": skipped,
     }
+
+
+def _junit_failed_tests(path: Path) -> list[str]:
+    """The tests that failed or errored, as ``module.py::name``."""
+    return [
+        f"{case.get('classname', '').replace('.', '/')}.py::{case.get('name')}"
+        for case in _junit_suite(path).iter("testcase")
+        if case.find("failure") is not None or case.find("error") is not None
+    ]
 
 
 def _demo_sections(output: str) -> dict[str, str]:
@@ -143,6 +223,26 @@ def _exit_status(session: nox.Session, *args: str, **kwargs: object) -> int:
     return 0
 
 
+def _commit() -> str | None:
+    """The checkout's commit (``+`` when it has uncommitted changes), or None outside git."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+" if dirty else "")
+
+
 def _upstream_patch_for(release: str) -> Path | None:
     minor = ".".join(release.split(".")[:2])
     directory = UPSTREAM_PATCHES / f"torch-{minor}"
@@ -156,7 +256,12 @@ def _matrix(session: nox.Session, release: str) -> None:
     (scratch / "tmp").mkdir()
     session.env["TMPDIR"] = str(scratch / "tmp")
     session.env["TORCHINDUCTOR_CACHE_DIR"] = str(scratch / "inductor-cache")
-    summary: dict[str, object] = {"session": session.name, "release": release}
+    summary: dict[str, object] = {
+        "session": session.name,
+        "release": release,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "commit": _commit(),
+    }
     failures: list[str] = []
     try:
         session.install(f"torch=={release}", env=MATRIX_PIP_ENV)
@@ -177,6 +282,7 @@ def _matrix(session: nox.Session, release: str) -> None:
         venv = Path(session.virtualenv.location).resolve()
         if venv not in Path(facts["package_file"]).resolve().parents:
             session.error(f"the tests would import {facts['package_file']}, not the wheel")
+        summary["python"] = facts["python"]
         summary["mode"] = facts["mode"]
         summary["device_interface"] = (
             "torch's own" if facts["torch_has_device_interface_hook"] else "backported"
@@ -215,6 +321,7 @@ def _matrix(session: nox.Session, release: str) -> None:
                 demo_rc = demo.wait()
         if junit.is_file():
             summary["tests"] = _junit_counts(junit)
+            summary["failed_tests"] = _junit_failed_tests(junit)
         if pytest_rc == 5:
             failures.append("pytest collected no tests (exit status 5)")
         elif pytest_rc:
@@ -258,15 +365,18 @@ def _make_session(release: str) -> None:
     def session(session: nox.Session) -> None:
         _matrix(session, release)
 
-    session.__doc__ = f"torch {release}: install it, the wheel, then tests, demo, upstream"
-    nox.session(name=f"tests-{release}", tags=["matrix"])(session)
+    python = SESSION_PYTHON.get(release, DEFAULT_PYTHON)
+    session.__doc__ = (
+        f"torch {release} on Python {python}: install it, the wheel, then tests, demo, upstream"
+    )
+    nox.session(name=f"tests-{release}", python=interpreter(python), tags=["matrix"])(session)
 
 
 for _release in TORCH_RELEASES:
     _make_session(_release)
 
 
-def _cell_tests(summary: dict[str, object]) -> str:
+def _cell_tests(summary: dict[str, Any]) -> str:
     counts = summary.get("tests")
     if not isinstance(counts, dict):
         return "not run"
@@ -277,36 +387,92 @@ def _cell_tests(summary: dict[str, object]) -> str:
     return cell
 
 
-@nox.session(name="matrix-summary", python=False)
-def matrix_summary(session: nox.Session) -> None:
-    """Print what the tests-* sessions saw: the README's Compatibility table."""
-    wanted = session.posargs or [f"tests-{release}" for release in TORCH_RELEASES]
-    rows = [
-        json.loads(path.read_text())
-        for name in wanted
-        if (path := SUMMARY_DIR / f"{name}.json").is_file()
+def compatibility_table(rows: list[dict[str, Any]]) -> str:
+    """The compatibility table (Markdown) of the sessions' results, as the docs show it."""
+    lines = [
+        "| torch | Python | mode | DeviceInterface hook | demo cpp_wrapper | demo AOTInductor "
+        "| tests | upstream patch |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    if not rows:
-        session.error(f"no session results in {SUMMARY_DIR}: run nox -t matrix first")
-    print(
-        "| torch | mode | DeviceInterface hook | demo cpp_wrapper | demo AOTInductor "
-        "| tests | upstream patch |"
-    )
-    print("|---|---|---|---|---|---|---|")
     totals = {"passed": 0, "failed": 0, "skipped": 0}
+    notes: list[str] = []
     for row in rows:
         steps = row.get("demo_steps") or {}
-        print(
-            f"| {row.get('torch', row['release'])} | {row.get('mode', '?')} "
-            f"| {row.get('device_interface', '?')} | {steps.get('cpp_wrapper', 'not run')} "
-            f"| {steps.get('aoti', 'not run')} | {_cell_tests(row)} "
-            f"| {row.get('upstream') or 'not run'} |"
+        mark = ""
+        if row.get("transcribed"):
+            mark = "[^transcribed]"
+        lines.append(
+            f"| {row.get('torch', row['release'])}{mark} | {row.get('python', '?')} "
+            f"| {row.get('mode', '?')} | {row.get('device_interface', '?')} "
+            f"| {steps.get('cpp_wrapper', 'not run')} | {steps.get('aoti', 'not run')} "
+            f"| {_cell_tests(row)} | {row.get('upstream') or 'not run'} |"
         )
         counts = row.get("tests") or {}
         totals["passed"] += counts.get("passed", 0)
         totals["failed"] += counts.get("failed", 0) + counts.get("errors", 0)
         totals["skipped"] += counts.get("skipped", 0)
-    for row in rows:
+        when = ", ".join(
+            part
+            for part in (
+                row.get("date") and f"ran {row['date']}",
+                row.get("commit") and f"commit {row['commit']}",
+                row.get("minutes") is not None and f"{row['minutes']} minutes",
+            )
+            if part
+        )
+        notes.append(f"- `{row['session']}`: {when or 'when: not recorded'}")
         if row.get("failures"):
-            print(f"{row['session']}: {'; '.join(row['failures'])}")
-    print(f"{totals['passed']} passed, {totals['failed']} failed, {totals['skipped']} skipped")
+            notes.append(f"  failures: {'; '.join(row['failures'])}")
+        for test in row.get("failed_tests") or []:
+            notes.append(f"  failed: `{test}`")
+    lines += [
+        "",
+        f"{totals['passed']} passed, {totals['failed']} failed, {totals['skipped']} skipped.",
+        "",
+        *notes,
+    ]
+    transcribed = {row["transcribed"] for row in rows if row.get("transcribed")}
+    for source in sorted(transcribed):
+        lines += ["", f"[^transcribed]: {source}"]
+    return "\n".join(lines) + "\n"
+
+
+def _session_order(row: dict[str, Any]) -> tuple[int, str]:
+    name = row["session"]
+    sessions = [f"tests-{release}" for release in TORCH_RELEASES]
+    return (sessions.index(name) if name in sessions else len(sessions), name)
+
+
+def merged_results(
+    previous: list[dict[str, Any]], fresh: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Every session's latest result: ``fresh`` replaces the same session in ``previous``."""
+    by_session = {row["session"]: row for row in previous}
+    by_session.update((row["session"], row) for row in fresh)
+    return sorted(by_session.values(), key=_session_order)
+
+
+@nox.session(name="matrix-summary", python=False)
+def matrix_summary(session: nox.Session) -> None:
+    """Print what the tests-* sessions saw and write it into the docs (docs/_generated/)."""
+    wanted = session.posargs or [f"tests-{release}" for release in TORCH_RELEASES]
+    fresh = [
+        json.loads(path.read_text())
+        for name in wanted
+        if (path := SUMMARY_DIR / f"{name}.json").is_file()
+    ]
+    if not fresh:
+        session.error(f"no session results in {SUMMARY_DIR}: run nox -t matrix first")
+    previous = (
+        json.loads(DOCS_MATRIX_JSON.read_text())["sessions"] if DOCS_MATRIX_JSON.is_file() else []
+    )
+    rows = merged_results(previous, fresh)
+    DOCS_MATRIX_JSON.parent.mkdir(parents=True, exist_ok=True)
+    DOCS_MATRIX_JSON.write_text(json.dumps({"sessions": rows}, indent=2) + "\n")
+    table = compatibility_table(rows)
+    DOCS_MATRIX_TABLE.write_text(table)
+    print(table, end="")
+    session.log(
+        f"updated {', '.join(row['session'] for row in fresh)} in "
+        f"{DOCS_MATRIX_JSON.relative_to(ROOT)} and {DOCS_MATRIX_TABLE.relative_to(ROOT)}"
+    )

@@ -3,14 +3,19 @@
     python benchmarks/run.py           # everything: prints a table, writes benchmarks/results.json
     python benchmarks/run.py --smoke      # a few seconds: proves the command works (CI)
     python benchmarks/run.py --only import,lookup
+    python benchmarks/run.py --table-only # rewrite the docs' table from results.json, run nothing
 
 Each figure is a median over repeated runs; where there is a baseline, the ratio is
-measured in the same run, interleaved with it (these machines are noisy).
+measured in the same run, interleaved with it (these machines are noisy). The report
+records the date and the load average before and after the run: run it on a quiet machine.
+The docs' table (docs/_generated/benchmarks.md) is rendered from results.json by
+``markdown_table``; with another ``--json`` path the table goes beside that file instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import platform
@@ -25,6 +30,21 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 HERE = Path(__file__).resolve().parent
+RESULTS_JSON = HERE / "results.json"
+DOCS_TABLE = HERE.parent / "docs" / "_generated" / "benchmarks.md"
+#: Every figure the full run produces, in table order (a figure missing from a
+#: results.json, e.g. one written before it was added, shows as not measured).
+RESULT_KEYS = (
+    "import",
+    "import_inductor",
+    "cpu_lookup",
+    "adopted_lookup",
+    "registered_lookup",
+    "ascend_cold",
+    "ascend_cached",
+    "fingerprint",
+    "e2e",
+)
 sys.path.insert(0, str(HERE))
 
 from synthetic_sdk import write_synthetic_cann  # noqa: E402
@@ -356,6 +376,55 @@ def machine() -> dict[str, Any]:
     }
 
 
+def load_average() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages (None where the system has none)."""
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def _value(result: dict[str, Any]) -> str:
+    return f"{result['value']:.3f}" if result["unit"] == "ratio" else f"{result['value']:.2f}"
+
+
+def markdown_table(report: dict[str, Any]) -> str:
+    """The docs' benchmarks table, from a results.json document."""
+    machine_facts = report["machine"]
+    run = report.get("run") or {}
+    start, end = run.get("load_average_start"), run.get("load_average_end")
+    load = (
+        f"load average {start[0]} at the start and {end[0]} at the end (1 minute)"
+        if start and end
+        else "load average not recorded"
+    )
+    lines = [
+        f"Measured {run.get('date', 'on a date not recorded')}"
+        f"{' (smoke run: not figures to quote)' if report.get('smoke') else ''}: "
+        f"{machine_facts['cores']} cores, {machine_facts['system']}, Python "
+        f"{machine_facts['python']}, torch {machine_facts['torch']}; {load}.",
+        "",
+        "| # | what | value | target | met | detail |",
+        "|---|---|---|---|---|---|",
+    ]
+    by_key = {result["key"]: result for result in report["results"]}
+    keys = [*RESULT_KEYS, *(key for key in by_key if key not in RESULT_KEYS)]
+    for index, key in enumerate(keys, 1):
+        result = by_key.get(key)
+        if result is None:
+            lines.append(
+                f"| {index} | `{key}` | not measured | - | - | not in this results.json: "
+                "run `benchmarks/run.py` |"
+            )
+            continue
+        met = "yes" if result["met"] else "**no**"
+        lines.append(
+            f"| {index} | {result['what']} | {_value(result)} {result['unit']} "
+            f"| {result['target']} | {met} | {result['detail']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def table(results: list[Result]) -> str:
     lines = ["| # | what | value | target | met | detail |", "|---|---|---|---|---|---|"]
     for index, result in enumerate(results, 1):
@@ -371,8 +440,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="a few seconds, to prove it works")
     parser.add_argument("--only", help=f"comma-separated subset of {','.join(BENCHMARKS)}")
-    parser.add_argument("--json", type=Path, default=HERE / "results.json")
+    parser.add_argument("--json", type=Path, default=RESULTS_JSON)
+    parser.add_argument(
+        "--table-only",
+        action="store_true",
+        help="run nothing: rewrite the Markdown table from the --json file",
+    )
     args = parser.parse_args(argv)
+    # The docs render the table of benchmarks/results.json; another report's stays beside it.
+    table_path = DOCS_TABLE if args.json == RESULTS_JSON else args.json.with_suffix(".md")
+    if args.table_only:
+        table_path.write_text(markdown_table(json.loads(args.json.read_text())))
+        print(f"wrote {table_path}")
+        return 0
     settings = SMOKE if args.smoke else FULL
     names = args.only.split(",") if args.only else list(BENCHMARKS)
     if args.smoke:
@@ -381,6 +461,10 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
     results: list[Result] = []
+    started = {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "load_average_start": load_average(),
+    }
     with tempfile.TemporaryDirectory(prefix="ido-bench-") as workdir:
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(workdir, "inductor-cache"))
         for name in names:
@@ -390,12 +474,14 @@ def main(argv: list[str] | None = None) -> int:
     print(table(results))
     report = {
         "machine": machine(),
+        "run": {**started, "load_average_end": load_average()},
         "settings": settings._asdict(),
         "smoke": args.smoke,
         "results": [result._asdict() for result in results],
     }
     args.json.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.json}")
+    table_path.write_text(markdown_table(report))
+    print(f"wrote {args.json} and {table_path}")
     return 0
 
 

@@ -115,7 +115,13 @@ _PROVIDER = "inductor_device_options.ascend.cpp_device_options"
 
 
 class AscendOptionsError(CppDeviceOptionsError):
-    """The Ascend ``npu`` compile options cannot be produced."""
+    """The Ascend ``npu`` compile options cannot be produced.
+
+    The base class of the Ascend provider's errors, a
+    :class:`~inductor_device_options.CppDeviceOptionsError` for device ``"npu"`` whose
+    ``provider`` is ``inductor_device_options.ascend.cpp_device_options``. The message ends
+    with a ``Fix:`` line, which ``inductor-device-options doctor`` shows as the fix.
+    """
 
 
 def _not_found_message(missing: str, tried: Sequence[tuple[str, str]], fix: str) -> str:
@@ -130,7 +136,27 @@ def _not_found_message(missing: str, tried: Sequence[tuple[str, str]], fix: str)
 
 
 class CannNotFoundError(AscendOptionsError):
-    """No usable CANN toolkit was found; the message lists every place tried."""
+    """No usable CANN toolkit was found; the message lists every place tried.
+
+    Args:
+        tried: ``(where, why)`` for each place tried, in order.
+        broken_links: ``latest``-style links that loop or lead nowhere; the fix then says
+            how to re-point them.
+
+    Attributes:
+        tried: As given.
+
+    Example:
+        >>> import os
+        >>> from inductor_device_options import ascend
+        >>> for variable in ascend.CANN_ENV_VARS:
+        ...     os.environ.pop(variable, None)
+        >>> try:
+        ...     ascend.find_cann(default_roots=())
+        ... except ascend.CannNotFoundError as error:
+        ...     print(error.tried)
+        (('ASCEND_HOME_PATH', 'not set'), ('ASCEND_TOOLKIT_HOME', 'not set'))
+    """
 
     def __init__(self, tried: Sequence[tuple[str, str]], broken_links: Sequence[str] = ()):
         self.tried: tuple[tuple[str, str], ...] = tuple(tried)
@@ -148,7 +174,21 @@ class CannNotFoundError(AscendOptionsError):
 
 
 class CannPathError(AscendOptionsError):
-    """CANN or torch_npu is installed where Inductor cannot pass its paths to g++."""
+    """CANN or torch_npu is installed where Inductor cannot pass its paths to g++.
+
+    A space in a library dir (Inductor does not quote ``-L``), a quote or a newline
+    anywhere: the value would not reach g++ as one argument. A symlink with a plain name
+    does not help, since Inductor compiles with real paths.
+
+    Args:
+        what: The install at fault (``"The Ascend CANN toolkit"`` or ``"torch_npu"``).
+        where: Where it is installed and how it was found.
+        value: The include or library dir that g++ cannot be given.
+        problem: Why, as the running torch renders that field.
+
+    Attributes:
+        value: As given.
+    """
 
     def __init__(self, what: str, where: str, value: str, problem: str) -> None:
         self.value = value
@@ -164,7 +204,25 @@ class CannPathError(AscendOptionsError):
 
 
 class TorchNpuNotFoundError(AscendOptionsError):
-    """torch_npu (or its ``libtorch_npu.so``) was not found; lists every place tried."""
+    """torch_npu (or its ``libtorch_npu.so``) was not found; lists every place tried.
+
+    Args:
+        tried: ``(where, why)`` for each place tried, in order.
+        fix: What to do, for the message's ``Fix:`` line.
+
+    Attributes:
+        tried: As given.
+
+    Example:
+        >>> import os
+        >>> from inductor_device_options import ascend
+        >>> os.environ["PYTORCH_NPU_INSTALL_PATH"] = "/nonexistent/torch_npu"
+        >>> try:
+        ...     ascend.find_torch_npu()
+        ... except ascend.TorchNpuNotFoundError as error:
+        ...     print(error.tried[0])
+        ('PYTORCH_NPU_INSTALL_PATH=/nonexistent/torch_npu', 'is not a directory')
+    """
 
     def __init__(self, tried: Sequence[tuple[str, str]], fix: str) -> None:
         self.tried: tuple[tuple[str, str], ...] = tuple(tried)
@@ -175,7 +233,21 @@ class TorchNpuNotFoundError(AscendOptionsError):
 
 
 class CannInstall(NamedTuple):
-    """A CANN toolkit found on disk (all paths are real paths)."""
+    """A CANN toolkit found on disk (all paths are real paths), as
+    :func:`~inductor_device_options.ascend.find_cann` returns it.
+
+    Example:
+        >>> import os, tempfile
+        >>> from inductor_device_options import ascend
+        >>> home = tempfile.mkdtemp()  # a stand-in CANN release
+        >>> for name in ("include/acl/acl.h", "lib64/libascendcl.so", "lib64/libruntime.so"):
+        ...     os.makedirs(os.path.dirname(os.path.join(home, name)), exist_ok=True)
+        ...     open(os.path.join(home, name), "w").close()
+        >>> os.environ["ASCEND_HOME_PATH"] = home
+        >>> cann = ascend.find_cann(default_roots=())
+        >>> cann.home == os.path.realpath(home), cann.libraries
+        (True, ('runtime', 'ascendcl'))
+    """
 
     #: The candidate as found (e.g. ``/usr/local/Ascend/ascend-toolkit/latest``).
     root: str
@@ -192,7 +264,20 @@ class CannInstall(NamedTuple):
 
 
 class TorchNpuInstall(NamedTuple):
-    """A torch_npu install found without importing it (real paths)."""
+    """A torch_npu install found without importing it (real paths), as
+    :func:`~inductor_device_options.ascend.find_torch_npu` returns it.
+
+    Example:
+        >>> import os, tempfile
+        >>> from inductor_device_options import ascend
+        >>> package_dir = tempfile.mkdtemp()  # a stand-in torch_npu package
+        >>> os.makedirs(os.path.join(package_dir, "lib"))
+        >>> open(os.path.join(package_dir, "lib", "libtorch_npu.so"), "w").close()
+        >>> os.environ["PYTORCH_NPU_INSTALL_PATH"] = package_dir
+        >>> found = ascend.find_torch_npu()
+        >>> found.source, found.include_dir
+        ('PYTORCH_NPU_INSTALL_PATH', None)
+    """
 
     #: The ``torch_npu`` package directory.
     package_dir: str

@@ -1,4 +1,9 @@
-"""The errors this package raises: each names the device and the provider at fault."""
+"""The errors this package raises: each names the device and the provider at fault.
+
+Every class is a :class:`CppDeviceOptionsError`, and each subclass is also the built-in
+exception it stands for (``ValueError``, ``TypeError``, ``ImportError``, ``RecursionError``),
+so that code catching those keeps working.
+"""
 
 from __future__ import annotations
 
@@ -21,8 +26,25 @@ def raised_by_provider(error: BaseException) -> str | None:
 class CppDeviceOptionsError(Exception):
     """Base class: something about a device's C++ options is wrong.
 
-    ``device_type`` is the device the error is about; ``provider`` describes the
-    callback, entry point or interface that computed (or failed to compute) its options.
+    Args:
+        message: What is wrong and what to do, for people.
+        device_type: The device the error is about (``None`` when it is not known, e.g. a
+            device type that is not a ``str``).
+        provider: The callback, entry point or interface that computed (or failed to
+            compute) the device's options, as a person can find it in the code
+            (``"my_backend.cpp_device_options"``).
+
+    Attributes:
+        device_type: As given.
+        provider: As given.
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> try:
+        ...     ido.register_cpp_device_options("cuda", print)
+        ... except ido.CppDeviceOptionsError as error:
+        ...     print(error.device_type, error.provider)
+        cuda builtins.print
     """
 
     def __init__(
@@ -34,22 +56,80 @@ class CppDeviceOptionsError(Exception):
 
 
 class InvalidDeviceTypeError(CppDeviceOptionsError, ValueError):
-    """The device type is not a device name such as ``"npu"`` or ``"npu:0"``."""
+    """The device type is not a device name such as ``"npu"`` or ``"npu:0"``.
+
+    Raised by the functions that take a ``device_type``, before anything is registered or
+    looked up.
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> ido.unregister_cpp_device_options("npu:x")
+        Traceback (most recent call last):
+        ...
+        inductor_device_options...InvalidDeviceTypeError: device_type 'npu:x' is not ...
+    """
 
 
 class ReservedDeviceTypeError(CppDeviceOptionsError, ValueError):
-    """The device is one whose options torch computes itself (cpu, cuda, xpu, mps)."""
+    """The device is one whose options torch computes itself (cpu, cuda, xpu, mps).
+
+    Their options must stay exactly as torch computes them, so registering one is refused
+    (``RESERVED_DEVICE_TYPES`` lists them).
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> ido.register_cpp_device_options("cpu", lambda d, a, c: ([],) * 7)
+        Traceback (most recent call last):
+        ...
+        inductor_device_options...ReservedDeviceTypeError: cannot register ... for 'cpu' ...
+    """
 
 
 class InvalidProviderError(CppDeviceOptionsError, TypeError):
-    """The callback given for a device is not callable."""
+    """The callback given for a device is not callable.
+
+    Raised by ``register_cpp_device_options``, and at a lookup when a declared entry point
+    names something that is not callable.
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> ido.register_cpp_device_options("mydev", "not a function")
+        Traceback (most recent call last):
+        ...
+        inductor_device_options...InvalidProviderError: callback for device 'mydev' must ...
+    """
 
 
 class InvalidCppDeviceOptionsError(CppDeviceOptionsError, ValueError):
     """A provider returned options the compiler command line would reject or misread.
 
-    ``field`` is one of the seven list names (or ``None`` when the whole result is
-    malformed); ``value`` is the offending object.
+    Raised at the lookup (when Inductor asks for the device's options), before anything
+    reaches g++; other devices are not affected. The message names the device, the
+    provider, the field, the index and the value, and how the running torch renders that
+    field (see the docs' "What is checked").
+
+    Args:
+        message: What is wrong and what to do.
+        device_type: The device whose options were refused.
+        provider: The provider that returned them.
+        field: One of the seven list names (``"include_dirs"``...), or ``None`` when the
+            whole result is malformed (not 7 lists).
+        value: The offending object: the value, the list, or the whole result.
+
+    Attributes:
+        field: As given.
+        value: As given.
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> def dash_d(device_type, aot_mode, compile_only):
+        ...     return (["-DUSE_MYDEV"], [], [], [], [], [], [])
+        >>> with ido.registered_cpp_device_options("mydev", dash_d):
+        ...     try:
+        ...         ido.get_cpp_device_options("mydev")
+        ...     except ido.InvalidCppDeviceOptionsError as error:
+        ...         print(error.field, repr(error.value))
+        definitions '-DUSE_MYDEV'
     """
 
     def __init__(
@@ -67,13 +147,41 @@ class InvalidCppDeviceOptionsError(CppDeviceOptionsError, ValueError):
 
 
 class ProviderLoadError(CppDeviceOptionsError, ImportError):
-    """A declared provider (entry point) could not be loaded."""
+    """A declared provider (entry point) could not be loaded.
+
+    Raised at the first lookup of the device, when importing the entry point's module
+    raises (``SystemExit`` included). The message names the entry point and its
+    distribution; the original exception is the ``__cause__``. Other devices still build.
+    """
 
 
 class ProviderRecursionError(CppDeviceOptionsError, RecursionError):
-    """A device's provider asked, directly or not, for the options of that same device."""
+    """A device's provider asked, directly or not, for the options of that same device.
+
+    A provider that calls ``get_cpp_device_options`` (or builds a ``CppTorchDeviceOptions``)
+    for its own device would recurse until Python's limit; it gets this error, naming the
+    device and the provider, instead. Extend ``default_cpp_device_options`` instead.
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> def recursive(device_type, aot_mode, compile_only):
+        ...     return ido.get_cpp_device_options(device_type, aot_mode, compile_only)
+        >>> with ido.registered_cpp_device_options("mydev", recursive):
+        ...     ido.get_cpp_device_options("mydev")
+        Traceback (most recent call last):
+        ...
+        inductor_device_options...ProviderRecursionError: ...
+    """
 
 
 class RunpathError(CppDeviceOptionsError, ValueError):
     """A directory given to :func:`~inductor_device_options.runpath` cannot reach the
-    loader as one runpath entry."""
+    loader as one runpath entry (see its Raises).
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> ido.runpath("/opt/acme,1.0/lib")
+        Traceback (most recent call last):
+        ...
+        inductor_device_options.RunpathError: runpath '/opt/acme,1.0/lib' holds ',': ...
+    """

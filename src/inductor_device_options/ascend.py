@@ -137,7 +137,30 @@ def find_cann(default_roots: Sequence[str] | None = None) -> CannInstall:
     ``acl/acl.h`` and an AscendCL runtime library wins.  Cached per process on
     the values of those variables, the roots and the machine architecture.
 
-    Raises :class:`CannNotFoundError` listing every place tried.
+    Args:
+        default_roots: The install locations tried after the environment variables
+            (``~`` is expanded); ``None`` means :data:`DEFAULT_CANN_ROOTS`.
+
+    Returns:
+        The install found, with real paths (a ``latest`` link resolved).
+
+    Raises:
+        CannNotFoundError: No candidate holds CANN; the message lists every place tried,
+            and says so when a ``latest`` link loops or leads nowhere.
+
+    Example:
+        >>> import os, tempfile
+        >>> from inductor_device_options import ascend
+        >>> root = tempfile.mkdtemp()  # a stand-in CANN and torch_npu
+        >>> for name in ("cann/include/acl/acl.h", "cann/lib64/libascendcl.so",
+        ...              "cann/lib64/libruntime.so", "torch_npu/lib/libtorch_npu.so"):
+        ...     os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
+        ...     open(os.path.join(root, name), "w").close()
+        >>> os.environ["ASCEND_HOME_PATH"] = os.path.join(root, "cann")
+        >>> os.environ["PYTORCH_NPU_INSTALL_PATH"] = os.path.join(root, "torch_npu")
+        >>> cann = ascend.find_cann(default_roots=())
+        >>> cann.source, cann.libraries
+        ('ASCEND_HOME_PATH', ('runtime', 'ascendcl'))
     """
     roots = tuple(DEFAULT_CANN_ROOTS if default_roots is None else default_roots)
     machine = _cann.machine()
@@ -155,8 +178,27 @@ def find_torch_npu() -> TorchNpuInstall:
     ``importlib.util.find_spec("torch_npu")``, else the ``torch_npu``
     distribution's metadata; ``$LIBTORCH_NPU_PATH`` overrides the directory of
     ``libtorch_npu.so``.  Cached per process on those variables and ``sys.path``.
+    (Importing torch_npu would need the device's runtime.)
 
-    Raises :class:`TorchNpuNotFoundError` listing every place tried.
+    Returns:
+        The install found, with real paths.
+
+    Raises:
+        TorchNpuNotFoundError: torch_npu, or its ``libtorch_npu.so``, was not found; the
+            message lists every place tried.
+
+    Example:
+        >>> import os, tempfile
+        >>> from inductor_device_options import ascend
+        >>> root = tempfile.mkdtemp()  # a stand-in CANN and torch_npu
+        >>> for name in ("cann/include/acl/acl.h", "cann/lib64/libascendcl.so",
+        ...              "cann/lib64/libruntime.so", "torch_npu/lib/libtorch_npu.so"):
+        ...     os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
+        ...     open(os.path.join(root, name), "w").close()
+        >>> os.environ["ASCEND_HOME_PATH"] = os.path.join(root, "cann")
+        >>> os.environ["PYTORCH_NPU_INSTALL_PATH"] = os.path.join(root, "torch_npu")
+        >>> ascend.find_torch_npu().source
+        'PYTORCH_NPU_INSTALL_PATH'
     """
     key = (
         os.environ.get(ENV_TORCH_NPU_INSTALL_PATH, ""),
@@ -170,7 +212,15 @@ def find_torch_npu() -> TorchNpuInstall:
 
 
 def clear_cache() -> None:
-    """Forget discovered installs (after installing CANN or torch_npu in-process)."""
+    """Forget discovered installs (after installing CANN or torch_npu in-process).
+
+    Discovery is cached per process, keyed on the environment variables it reads: a new
+    install at a path already looked up is found again only after this.
+
+    Example:
+        >>> from inductor_device_options import ascend
+        >>> ascend.clear_cache()
+    """
     with _lock:
         _cann_cache.clear()
         _torch_npu_cache.clear()
@@ -180,7 +230,31 @@ def clear_cache() -> None:
 def npu_cpp_device_options(default_roots: Sequence[str] | None = None) -> CppDeviceOptions:
     """Only what Ascend adds to torch's defaults (see the module docstring).
 
-    Raises :class:`CannNotFoundError` or :class:`TorchNpuNotFoundError`.
+    Args:
+        default_roots: As for :func:`find_cann`.
+
+    Returns:
+        Ascend's own options for ``npu``: ``USE_NPU``, torch_npu's and CANN's include
+        and library dirs, their libraries and the passthrough args; a new copy each call.
+
+    Raises:
+        CannNotFoundError: See :func:`find_cann`.
+        TorchNpuNotFoundError: See :func:`find_torch_npu`.
+        CannPathError: CANN or torch_npu is installed under a path g++ cannot be given as
+            one argument.
+
+    Example:
+        >>> import os, tempfile
+        >>> from inductor_device_options import ascend
+        >>> root = tempfile.mkdtemp()  # a stand-in CANN and torch_npu
+        >>> for name in ("cann/include/acl/acl.h", "cann/lib64/libascendcl.so",
+        ...              "cann/lib64/libruntime.so", "torch_npu/lib/libtorch_npu.so"):
+        ...     os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
+        ...     open(os.path.join(root, name), "w").close()
+        >>> os.environ["ASCEND_HOME_PATH"] = os.path.join(root, "cann")
+        >>> os.environ["PYTORCH_NPU_INSTALL_PATH"] = os.path.join(root, "torch_npu")
+        >>> ascend.npu_cpp_device_options().libraries
+        ['torch_npu', 'runtime', 'ascendcl']
     """
     cann = find_cann(default_roots)
     torch_npu = find_torch_npu()
@@ -229,7 +303,35 @@ def cpp_device_options(
     Each list is the default list followed by the Ascend values it lacks. The defaults may
     be torch_npu's own function (its legacy replacement, adopted by the hook), which lists
     CANN by another path and passes ``-DBUILD_LIBTORCH=ON -Wno-unused-function`` as one
-    string: dirs are compared by real path and passthrough args by word.
+    string: dirs are compared by real path and passthrough args by word. The package
+    declares it for ``npu`` in its entry points; :func:`register` registers it.
+
+    Args:
+        device_type: The device Inductor asks about (``"npu"``).
+        aot_mode: True for AOTInductor.
+        compile_only: True when Inductor compiles to an object and links later.
+
+    Returns:
+        The seven lists for the device (a new copy each call).
+
+    Raises:
+        CannNotFoundError: See :func:`find_cann`.
+        TorchNpuNotFoundError: See :func:`find_torch_npu`.
+        CannPathError: See :func:`npu_cpp_device_options`.
+
+    Example:
+        >>> import os, tempfile
+        >>> from inductor_device_options import ascend
+        >>> root = tempfile.mkdtemp()  # a stand-in CANN and torch_npu
+        >>> for name in ("cann/include/acl/acl.h", "cann/lib64/libascendcl.so",
+        ...              "cann/lib64/libruntime.so", "torch_npu/lib/libtorch_npu.so"):
+        ...     os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
+        ...     open(os.path.join(root, name), "w").close()
+        >>> os.environ["ASCEND_HOME_PATH"] = os.path.join(root, "cann")
+        >>> os.environ["PYTORCH_NPU_INSTALL_PATH"] = os.path.join(root, "torch_npu")
+        >>> options = ascend.cpp_device_options("npu")
+        >>> options.definitions, options.passthrough_args
+        (['USE_NPU'], ['-DBUILD_LIBTORCH=ON', '-Wno-unused-function'])
     """
     added = npu_cpp_device_options()
     base = default_cpp_device_options(device_type, aot_mode, compile_only)
@@ -270,6 +372,22 @@ def register(device_type: str = DEVICE_TYPE) -> None:
 
     Nothing is discovered now: CANN and torch_npu are looked up when a build
     first asks for ``npu`` options.
+
+    Args:
+        device_type: The device to serve; torch_npu's is ``"npu"``.
+
+    Raises:
+        InvalidDeviceTypeError: ``device_type`` is not a device name.
+        ReservedDeviceTypeError: ``device_type`` is one of torch's own devices.
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> from inductor_device_options import ascend
+        >>> ascend.register()
+        >>> ido.device_options_source("npu").description
+        'inductor_device_options.ascend.cpp_device_options'
+        >>> ascend.unregister()
+        True
     """
     name = _registry.normalize_device_type(device_type)
     current = _registry.registered_provider(name)
@@ -279,7 +397,25 @@ def register(device_type: str = DEVICE_TYPE) -> None:
 
 
 def unregister(device_type: str = DEVICE_TYPE) -> bool:
-    """Undo :func:`register`; True if :func:`cpp_device_options` was registered."""
+    """Undo :func:`register`.
+
+    A registration of another callback for the device is left alone.
+
+    Args:
+        device_type: As given to :func:`register`.
+
+    Returns:
+        True if :func:`cpp_device_options` was registered for ``device_type``.
+
+    Raises:
+        InvalidDeviceTypeError: ``device_type`` is not a device name.
+
+    Example:
+        >>> from inductor_device_options import ascend
+        >>> ascend.register()
+        >>> ascend.unregister(), ascend.unregister()
+        (True, False)
+    """
     name = _registry.normalize_device_type(device_type)
     current = _registry.registered_provider(name)
     if current is None or current.callback is not cpp_device_options:
@@ -308,11 +444,29 @@ def patch_get_cpp_torch_device_options(
     (:mod:`inductor_device_options` registers natively and does not replace
     anything); elsewhere this package's hook asks the registered provider.
 
-    Returns how registrations reach Inductor: ``"native"``, ``"hook"``, or
-    ``"waiting"`` (installs when ``torch._inductor.cpp_builder`` is imported).
     The legacy replacement, if it is still applied, is adopted by the hook and serves
-    only what no registration does. Warns when the module's ``__dict__`` was written
-    past the hook, since registrations are then ignored.
+    only what no registration does.
+
+    Args:
+        device_type: The device to serve; torch_npu's is ``"npu"``.
+
+    Returns:
+        How registrations reach Inductor: ``"native"``, ``"hook"``, or ``"waiting"``
+        (installs when ``torch._inductor.cpp_builder`` is imported).
+
+    Raises:
+        InvalidDeviceTypeError: ``device_type`` is not a device name.
+
+    Warns:
+        RuntimeWarning: The module's ``__dict__`` was written past the hook, so
+            registrations do not reach Inductor until ``inductor_device_options.arm()``.
+
+    Example:
+        >>> from inductor_device_options import ascend
+        >>> ascend.patch_get_cpp_torch_device_options() in ("waiting", "hook", "native")
+        True
+        >>> ascend.unregister()
+        True
     """
     register(device_type)
     state = hook_state()

@@ -1,0 +1,147 @@
+"""The Sphinx extension of these docs.
+
+* The command-line reference, generated. A page holds an empty ``{cli-reference}`` fence;
+  when Sphinx reads the page, the fence is replaced by Markdown made from the real argparse
+  parser, ``inductor_device_options.cli._parser()``: every command, its usage line as
+  argparse prints it, and every argument with its help. Nothing of it is written by hand,
+  so it cannot drift from the code.
+* Constants under their public name. A constant re-exported by ``inductor_device_options``
+  (``ENTRY_POINT_GROUP``) has its ``#:`` comment in the private module that defines it;
+  autodoc, documenting it under the public name, would show the docstring of its type
+  (``str``'s) instead. The comment of the defining module is shown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import os
+import pkgutil
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+PLACEHOLDER = re.compile(r"^```\{cli-reference\}\n```\n", re.MULTILINE)
+#: argparse wraps usage lines at the terminal's width; the docs use a fixed one.
+USAGE_WIDTH = "88"
+
+
+@contextmanager
+def _fixed_width() -> Iterator[None]:
+    saved = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = USAGE_WIDTH
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = saved
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> list[tuple[str, str, argparse.ArgumentParser]]:
+    """(name, help, parser) of each sub-command, in the order they were added."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help or "" for choice in action._choices_actions}
+            found += [(name, helps.get(name, ""), sub) for name, sub in action.choices.items()]
+    return found
+
+
+def _argument(action: argparse.Action) -> str:
+    if not action.option_strings:
+        return str(action.metavar or action.dest)
+    if action.nargs == 0:
+        return ", ".join(action.option_strings)
+    metavar = action.metavar or action.dest.upper()
+    return ", ".join(f"{option} {metavar}" for option in action.option_strings)
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _arguments_table(parser: argparse.ArgumentParser) -> list[str]:
+    rows = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            continue
+        what = action.help or ""
+        if isinstance(action, argparse._VersionAction):
+            what = what or "print the version and exit"
+        default = action.default
+        if default not in (None, False, argparse.SUPPRESS) and action.nargs != 0:
+            what += f" (default: `{default}`)"
+        rows.append(f"| `{_argument(action)}` | {_cell(what)} |")
+    if not rows:
+        return []
+    return ["| argument | what it does |", "|---|---|", *rows, ""]
+
+
+def _usage(parser: argparse.ArgumentParser) -> list[str]:
+    with _fixed_width():
+        usage = parser.format_usage().rstrip()
+    return ["```text", usage, "```", ""]
+
+
+def cli_reference_markdown(parser: argparse.ArgumentParser, level: int = 2) -> str:
+    """The reference of ``parser`` and each of its sub-commands, as MyST Markdown."""
+    heading = "#" * level
+    lines = [f"{heading} `{parser.prog}`", "", *_usage(parser)]
+    if parser.description:
+        lines += [_cell(parser.description), ""]
+    lines += _arguments_table(parser)
+    if parser.epilog:
+        lines += [_cell(parser.epilog), ""]
+    for name, help_text, sub in _subcommands(parser):
+        lines += [f"{heading}# `{parser.prog} {name}`", ""]
+        if help_text:
+            lines += [_cell(help_text[:1].upper() + help_text[1:]) + ".", ""]
+        lines += _usage(sub)
+        lines += _arguments_table(sub)
+    return "\n".join(lines) + "\n"
+
+
+def _replace_placeholder(app: Any, docname: str, source: list[str]) -> None:
+    if not PLACEHOLDER.search(source[0]):
+        return
+    from inductor_device_options import cli
+
+    generated = cli_reference_markdown(cli._parser())
+    source[0] = PLACEHOLDER.sub(lambda _: generated, source[0])
+
+
+def defining_doc_comment(module_name: str, attribute: str, value: object) -> list[str] | None:
+    """The ``#:`` comment of ``attribute`` in the package's module that defines ``value``."""
+    from sphinx.pycode import ModuleAnalyzer
+
+    package = importlib.import_module(module_name.split(".")[0])
+    for info in pkgutil.iter_modules(package.__path__):
+        if not info.name.startswith("_") or info.name == "__main__":
+            continue  # the private modules (not the command line's entry)
+        name = f"{package.__name__}.{info.name}"
+        if getattr(importlib.import_module(name), attribute, None) is not value:
+            continue
+        comments = ModuleAnalyzer.for_module(name).find_attr_docs()
+        if ("", attribute) in comments:
+            return list(comments[("", attribute)])
+    return None
+
+
+def _data_docstring(
+    app: Any, what: str, name: str, obj: object, options: Any, lines: list[str]
+) -> None:
+    type_doc = type(obj).__doc__
+    if what != "data" or not type_doc or lines[:1] != inspect.cleandoc(type_doc).splitlines()[:1]:
+        return
+    module_name, _, attribute = name.rpartition(".")
+    lines[:] = defining_doc_comment(module_name, attribute, obj) or []
+
+
+def setup(app: Any) -> dict[str, Any]:
+    app.connect("source-read", _replace_placeholder)
+    app.connect("autodoc-process-docstring", _data_docstring)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
