@@ -40,6 +40,7 @@ from torch._dynamo import device_interface
 
 import inductor_device_options as ido
 from inductor_device_options import ascend
+from inductor_device_options._errors import raised_by_provider
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 
@@ -220,7 +221,9 @@ def test_a_callback_exception_propagates_unchanged(torch_registry: dict[str, obj
     with pytest.raises(KeyError) as caught:
         cpp_builder.get_cpp_torch_device_options("mock", False, False)
     assert caught.value is raised
-    assert not hasattr(caught.value, "__notes__")  # the package's door adds one; this does not
+    # The package's door adds a note and marks the provider; this door leaves it alone.
+    assert not hasattr(caught.value, "__notes__")
+    assert raised_by_provider(caught.value) is None
 
 
 STOCK_ANSWERS = """
