@@ -90,8 +90,9 @@ def test_rejected_values_name_device_provider_field_and_value(
     )
 
 
-# Whether g++ takes a definition, or a flag that holds the dash Inductor adds, is the
-# compiler's to say: asked, never guessed. (field, value, what the package says about it.)
+# Whether g++ takes a definition, a flag (one that holds the dash Inductor adds, or any
+# other) or a passthrough arg is the compiler's to say: asked, never guessed.
+# (field, value, what the package says about it.)
 COMPILER_DECIDES = [
     ("definitions", "MAX2(a,b)=((a)>(b)?(a):(b))", None),  # function-like: g++ takes it
     ("definitions", "LOG(...)=__VA_ARGS__", None),
@@ -108,6 +109,11 @@ COMPILER_DECIDES = [
     ("definitions", "defined", ""),
     ("cflags", "-O2", "Inductor adds '-' itself: write 'O2'?"),
     ("ldflags", "-Wl,--as-needed", "Inductor adds '-' itself: write 'Wl,--as-needed'?"),
+    ("cflags", "Wbogus-flag", ""),  # no dash of its own, and still no option of g++'s
+    ("cflags", "O2x", ""),
+    ("ldflags", "@/opt/sdk/flags.rsp", ""),  # -@...: not a response file, an unknown option
+    ("passthrough_args", "-Wbogus-flag", ""),
+    ("passthrough_args", "-Wno-unused-function -Wl,-z,now", None),
 ]
 
 
@@ -130,7 +136,7 @@ def compiler_error(words: list[str]) -> str | None:
 
 
 @pytest.mark.parametrize(("field", "value", "hint"), COMPILER_DECIDES)
-def test_the_compiler_decides_which_definitions_and_dashed_flags_it_takes(
+def test_the_compiler_decides_which_definitions_and_flags_it_takes(
     field: str, value: str, hint: str | None
 ) -> None:
     words = inserted_arguments(field, value)
@@ -138,12 +144,14 @@ def test_the_compiler_decides_which_definitions_and_dashed_flags_it_takes(
     assert (error is None) == (hint is None), (words, error)  # the table says what g++ does
     if error is None:
         final = finish(_with(field, value), device_type="npu", provider="torch_npu.options")
-        assert getattr(final, field)[: 1] == [value]
+        assert getattr(final, field)[:1] == [value]
         return
     with pytest.raises(InvalidCppDeviceOptionsError) as caught:
         finish(_with(field, value), device_type="npu", provider="torch_npu.options")
     message = str(caught.value)
-    assert f"npu' from torch_npu.options: {field}[0] = {value!r} reaches g++ as {words!r}" in message
+    assert (
+        f"npu' from torch_npu.options: {field}[0] = {value!r} reaches g++ as {words!r}" in message
+    )
     assert error in message  # the compiler's own words
     assert hint in message
 
@@ -279,6 +287,8 @@ def random_value(rng: random.Random, field: str) -> str:
         value = DIR_PREFIX + value
     elif field == "definitions" and rng.random() < 0.5:
         value = rng.choice(["", " ", "X", "NAME="]) + value
+    elif field in ("cflags", "ldflags") and rng.random() < 0.6:
+        value = "Wno-" + value  # g++ takes any -Wno-<name>: what is left is the rendering
     return value
 
 
@@ -313,3 +323,4 @@ def test_where_the_rendering_is_not_recognised_only_plain_words_pass() -> None:
         ("include_dirs", 0),
         ("libraries", 0),
     ]
+

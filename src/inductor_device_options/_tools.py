@@ -8,18 +8,19 @@ more: a path with a comma inside ``-Wl,-rpath,<path>`` becomes two ld arguments,
 whatever follows the comma. The rules, on the words g++ receives:
 
 * no piece a tool receives starts with ``@``;
+* the word after ``-Xlinker``, ``-Xassembler`` or ``-Xpreprocessor`` is the options' own, of
+  the same field: Inductor renders torch's own words and other fields between fields;
 * no comma in a ``-Wl,``/``-Wa,``/``-Wp,`` word falls inside a path that exists (a real
   path, a symlink's target, the current directory) or inside the value of an environment
   variable: those commas were not written by the provider, and split what it meant as one.
 
-:func:`runpath` gives a library dir to the loader as one ``-Xlinker`` argument, which no
-comma splits. Pure: no torch import.
+:func:`runpath` gives a library dir to the loader as an ldflag, refusing a path that would
+not reach it as one entry. Pure: no torch import.
 """
 
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
@@ -64,12 +65,25 @@ def tool_problems(
             if problem is not None:
                 problems.append(ToolProblem(argument, problem))
             continue
+        if argument.field == "definitions" and previous == "-D":
+            continue  # a macro, whatever it looks like: the compiler judges it
+        following = arguments[index + 1] if index + 1 < len(arguments) else None
+        if argument.text in WHOLE_NEXT and (following is None or following.field != argument.field):
+            problems.append(ToolProblem(argument, _takes_an_argument_not_given(argument)))
         for prefix, tool in SPLIT_PREFIXES.items():
             if argument.text.startswith(prefix):
                 problem = split_word_problem(argument.text, prefix, tool, environ)
                 if problem is not None:
                     problems.append(ToolProblem(argument, problem))
     return problems
+
+
+def _takes_an_argument_not_given(argument: Argument) -> str:
+    tool = WHOLE_NEXT[argument.text]
+    return (
+        f"hands the argument after it to {tool}, and it is the last of {argument.field}: "
+        f"{tool} would get whatever follows on Inductor's command line, none of these options"
+    )
 
 
 def _response_file(piece: str, tool: str, how: str) -> str | None:
@@ -95,8 +109,8 @@ def split_word_problem(word: str, prefix: str, tool: str, environ: Mapping[str, 
     if path is not None:
         return (
             f"holds the path {path!r}, which exists with a comma in it: {received}, the "
-            "path cut in two; give a library dir to the loader with "
-            "inductor_device_options.runpath() (-Xlinker keeps it whole)"
+            "path cut in two; no path with a comma can pass through "
+            f"{prefix} (the word after -Xlinker reaches ld whole)"
         )
     for name, value in _comma_values(environ):
         if value in payload:
@@ -138,32 +152,35 @@ def _comma_values(environ: Mapping[str, str]) -> Iterable[tuple[str, str]]:
 
 
 def runpath(directory: str | os.PathLike[str]) -> str:
-    """A ``passthrough_args`` value that puts ``directory``'s real path in the RUNPATH of
-    every module Inductor links, so that the loader finds the device's libraries there
-    without ``LD_LIBRARY_PATH``.
+    """An ``ldflags`` value that puts ``directory``'s real path in the RUNPATH of every
+    module Inductor links, so that the loader finds the device's libraries there without
+    ``LD_LIBRARY_PATH``.
 
     RUNPATH is the list of directories, stored in a shared library, where the dynamic
-    loader looks for the libraries it needs. The path goes to ld through ``-Xlinker``,
-    one argument that no comma splits, and is resolved first: a ``latest`` symlink
-    re-pointed later does not change what a built module loads.
+    loader looks for the libraries it needs. The path is resolved first: a ``latest``
+    symlink re-pointed later does not change what a built module loads. It is an ldflag
+    (``Wl,-rpath,<real path>``) because Inductor gives ldflags only to the commands that
+    link: a linker argument among the passthrough args, which every command gets, makes
+    g++ link when it precompiles a header (cpp_wrapper), and that fails.
 
     Args:
         directory: an absolute path to the directory of the device's runtime libraries.
 
     Returns:
-        ``"-Xlinker -rpath -Xlinker <real path>"``, the path shell-quoted as Inductor's
-        command line needs.
+        ``"Wl,-rpath,<real path>"``; Inductor adds the dash.
 
     Raises:
-        RunpathError: the path is relative, or its real path holds a ``:`` (which
-            separates runpath entries) or a ``$`` (which the loader expands, as in
+        RunpathError: the path is relative, or its real path holds a ``,`` (g++ cuts a
+            ``-Wl,`` word at every comma), whitespace, a quote or a backslash (Inductor
+            renders ldflags unquoted, then splits the command line), a ``:`` (which
+            separates runpath entries), a ``$`` (which the loader expands, as in
             ``$ORIGIN``), a newline or a NUL: it would not reach the loader as one entry.
 
     Example::
 
         options.libraries_dirs.append("/opt/acme/lib")
         options.libraries.append("acme_rt")
-        options.passthrough_args.append(ido.runpath("/opt/acme/lib"))
+        options.ldflags.append(ido.runpath("/opt/acme/lib"))
     """
     path = os.fspath(directory)
     if not os.path.isabs(path):
@@ -172,16 +189,24 @@ def runpath(directory: str | os.PathLike[str]) -> str:
             "directory the program runs in; give an absolute path"
         )
     real = os.path.realpath(path)
-    for character, why in (
-        (":", "separates runpath entries"),
-        ("$", "starts a token the loader expands ($ORIGIN, $LIB, $PLATFORM)"),
-        ("\n", "would cut the compiler command line"),
-        ("\x00", "would cut the compiler command line"),
-    ):
-        if character in real:
+    for characters, why in _NOT_IN_A_RUNPATH:
+        character = next((c for c in real if c in characters), None)
+        if character is not None:
             shown = repr(real) if real == path else f"{path!r} (real path {real!r})"
             raise RunpathError(
-                f"runpath {shown} holds {character!r}, which {why}: the loader would not "
+                f"runpath {shown} holds {character!r}, {why}: the loader would not "
                 "get it as one directory"
             )
-    return f"-Xlinker -rpath -Xlinker {shlex.quote(real)}"
+    return f"Wl,-rpath,{real}"
+
+
+_NOT_IN_A_RUNPATH = (
+    (",", "where g++ cuts -Wl,-rpath,<path>, giving ld the rest as arguments of its own"),
+    (
+        " \t\v\f'\"\\",
+        "which Inductor's command line would split at or drop (it renders ldflags unquoted)",
+    ),
+    (":", "which separates runpath entries"),
+    ("$", "which starts a token the loader expands ($ORIGIN, $LIB, $PLATFORM)"),
+    ("\n\r\x00", "which would cut the compiler command line"),
+)

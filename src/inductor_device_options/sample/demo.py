@@ -230,9 +230,9 @@ def _run_steps_in(
 def buildable_cache_dir(cache_dir: str | os.PathLike[str] | None) -> tuple[Path, str | None]:
     """Where to build, and why that cannot work, found before a minute of building: the
     runtime's library dir reaches g++ as the running torch renders it, in -L (unquoted
-    before torch 2.15), so a space in it fails the first compile, and the loader as a
-    runpath entry, which a ':' would cut. The default location falls back to a temporary
-    one.
+    before torch 2.15) and in the runpath ldflag (never quoted), so a space in it fails the
+    first compile, and the loader as a runpath entry, which a ',' (g++ cuts -Wl, words
+    there) or a ':' would cut. The default location falls back to a temporary one.
     """
     from .. import RunpathError, runpath
     from .._rendering import final_value_problem
@@ -244,7 +244,7 @@ def buildable_cache_dir(cache_dir: str | os.PathLike[str] | None) -> tuple[Path,
         library_dir = os.path.realpath(candidate / "sdk" / "lib")
         try:
             problem = final_value_problem("libraries_dirs", library_dir) or final_value_problem(
-                "passthrough_args", runpath(library_dir)
+                "ldflags", runpath(library_dir)
             )
         except RunpathError as error:
             problem = str(error)

@@ -86,5 +86,5 @@ def sdk_options_for(
     options.libraries.append(RUNTIME_LIBRARY)
     # The compiled module is loaded from Inductor's cache, far from the SDK: the
     # runpath lets the loader find the runtime without LD_LIBRARY_PATH.
-    options.passthrough_args.append(runpath(runtime_lib_dir))
+    options.ldflags.append(runpath(runtime_lib_dir))
     return options
