@@ -90,8 +90,9 @@ def test_rejected_values_name_device_provider_field_and_value(
     )
 
 
-# Whether g++ takes a definition, or a flag that holds the dash Inductor adds, is the
-# compiler's to say: asked, never guessed. (field, value, what the package says about it.)
+# Whether g++ takes a definition, a flag (one that holds the dash Inductor adds, or any
+# other) or a passthrough arg is the compiler's to say: asked, never guessed.
+# (field, value, what the package says about it.)
 COMPILER_DECIDES = [
     ("definitions", "MAX2(a,b)=((a)>(b)?(a):(b))", None),  # function-like: g++ takes it
     ("definitions", "LOG(...)=__VA_ARGS__", None),
@@ -108,6 +109,11 @@ COMPILER_DECIDES = [
     ("definitions", "defined", ""),
     ("cflags", "-O2", "Inductor adds '-' itself: write 'O2'?"),
     ("ldflags", "-Wl,--as-needed", "Inductor adds '-' itself: write 'Wl,--as-needed'?"),
+    ("cflags", "Wbogus-flag", ""),  # no dash of its own, and still no option of g++'s
+    ("cflags", "O2x", ""),
+    ("ldflags", "@/opt/sdk/flags.rsp", ""),  # -@...: not a response file, an unknown option
+    ("passthrough_args", "-Wbogus-flag", ""),
+    ("passthrough_args", "-Wno-unused-function -Wl,-z,now", None),
 ]
 
 
@@ -130,7 +136,7 @@ def compiler_error(words: list[str]) -> str | None:
 
 
 @pytest.mark.parametrize(("field", "value", "hint"), COMPILER_DECIDES)
-def test_the_compiler_decides_which_definitions_and_dashed_flags_it_takes(
+def test_the_compiler_decides_which_definitions_and_flags_it_takes(
     field: str, value: str, hint: str | None
 ) -> None:
     words = inserted_arguments(field, value)
@@ -138,12 +144,14 @@ def test_the_compiler_decides_which_definitions_and_dashed_flags_it_takes(
     assert (error is None) == (hint is None), (words, error)  # the table says what g++ does
     if error is None:
         final = finish(_with(field, value), device_type="npu", provider="torch_npu.options")
-        assert getattr(final, field)[: 1] == [value]
+        assert getattr(final, field)[:1] == [value]
         return
     with pytest.raises(InvalidCppDeviceOptionsError) as caught:
         finish(_with(field, value), device_type="npu", provider="torch_npu.options")
     message = str(caught.value)
-    assert f"from torch_npu.options: {field}[0] = {value!r} reaches g++ as {words!r}" in message
+    assert (
+        f"npu' from torch_npu.options: {field}[0] = {value!r} reaches g++ as {words!r}" in message
+    )
     assert error in message  # the compiler's own words
     assert hint in message
 
@@ -279,6 +287,8 @@ def random_value(rng: random.Random, field: str) -> str:
         value = DIR_PREFIX + value
     elif field == "definitions" and rng.random() < 0.5:
         value = rng.choice(["", " ", "X", "NAME="]) + value
+    elif field in ("cflags", "ldflags") and rng.random() < 0.6:
+        value = "Wno-" + value  # g++ takes any -Wno-<name>: what is left is the rendering
     return value
 
 
@@ -313,3 +323,77 @@ def test_where_the_rendering_is_not_recognised_only_plain_words_pass() -> None:
         ("include_dirs", 0),
         ("libraries", 0),
     ]
+
+
+# --- fuzz: words g++ hands to ld, with real paths whose names hold commas, @ and spaces ---
+
+LINKER_FIELDS = ("ldflags", "cflags", "passthrough_args")
+NAME_ALPHABET = "ab_-,@ '"
+
+
+def linker_value(rng: random.Random, dirs: list[str]) -> tuple[str, str, list[str]]:
+    """A field, a value that gives ld words through -Wl, or -Xlinker, and the pieces ld
+    must receive from it: a real dir (however many commas it holds) is one piece."""
+    field = rng.choice(LINKER_FIELDS)
+
+    def path() -> str:
+        if rng.random() < 0.6:
+            return rng.choice(dirs)
+        return "/inductor-device-options-fuzz-absent/" + "".join(
+            rng.choice("ab_-@ ") for _ in range(rng.randint(1, 6))
+        )
+
+    if field == "passthrough_args" and rng.random() < 0.4:
+        target = path()
+        return field, f"-Xlinker -rpath -Xlinker {shlex.quote(target)}", ["-rpath", target]
+    pieces: list[str] = []
+    for _ in range(rng.randint(1, 3)):
+        kind = rng.randrange(5)
+        if kind == 0:
+            pieces += ["-rpath", path()]
+        elif kind == 1:
+            pieces.append(f"-rpath={path()}")
+        elif kind == 2:
+            pieces += ["-z", "now"]
+        elif kind == 3:
+            pieces.append(
+                rng.choice(["--enable-new-dtags", "--as-needed", "--no-undefined-version"])
+            )
+        else:
+            pieces.append("@" + path())
+    word = "Wl," + ",".join(pieces)
+    if field == "passthrough_args":
+        return field, shlex.quote("-" + word), pieces
+    return field, word, pieces
+
+
+def test_fuzz_linker_words_refused_or_received_by_ld_as_meant(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Seeded random -Wl, and -Xlinker values naming real dirs whose names hold commas, '@'
+    and spaces, built through the package: each is refused, or ld receives exactly the
+    pieces it means."""
+    from builds import Case, build_as, make_world
+
+    world = make_world(tmp_path_factory.mktemp("linker-fuzz"))
+    rng = random.Random("inductor-device-options linker words")
+    dirs = []
+    for index in range(8):
+        name = "".join(rng.choice(NAME_ALPHABET) for _ in range(rng.randint(2, 6)))
+        directory = world.root / "dirs" / f"{index}{name}"
+        directory.mkdir(parents=True)
+        dirs.append(str(directory))
+    values = [linker_value(rng, dirs) for _ in range(60)]
+    cases = [Case(f"fuzz-{index}", field, value) for index, (field, value, _) in enumerate(values)]
+    built = build_as(world, "package", cases, "fuzz")
+    accepted = 0
+    for case, (field, value, pieces) in zip(cases, values, strict=True):
+        observation = built[case.id]
+        if observation.status == "refused":
+            continue
+        accepted += 1
+        assert observation.status == "built", (field, value, observation.output)
+        ld = observation.argv("ld")
+        assert ld is not None
+        assert any(ld[i : i + len(pieces)] == pieces for i in range(len(ld))), (field, value, ld)
+    assert accepted > 10  # the generator does produce values that pass

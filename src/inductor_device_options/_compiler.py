@@ -2,12 +2,14 @@
 
 Which ``-D`` definitions g++ accepts is the preprocessor's business: ``F(x)=((x)+1)`` and
 ``FOO-BAR`` (with a warning) are fine, ``1FOO``, ``F(x`` and ``FOO=/*`` are errors. Which
-double-dash options it takes is the driver's: a cflag ``-std=c++17``, rendered ``--std=c++17``,
-is an alias GCC knows, ``-O2`` rendered ``--O2`` is an error. So, for every value that is not
-plainly valid, the compiler Inductor runs is asked once (``-E`` on an empty C++ source, in an
-empty directory) and its own error is the refusal's reason. Values that are plainly valid —
-``NAME`` or ``NAME=VALUE`` of ordinary characters, flags that do not start with ``-`` — are
-never sent to it.
+options it takes is the driver's: a cflag ``-std=c++17``, rendered ``--std=c++17``, is an
+alias GCC knows, ``-O2`` rendered ``--O2`` is an error, and so are ``Wbogus`` and ``O2x``.
+So, for every definition that is not plainly valid and for every flag and passthrough
+argument, the compiler Inductor runs is asked (``-E`` on an empty C++ source, in an empty
+directory: once for all of them, each alone only when that fails, the verdicts kept) and its
+own error is the refusal's reason. Definitions that are plainly valid — ``NAME`` or
+``NAME=VALUE`` of ordinary characters — are never sent to it. What only ld can judge (an
+option behind ``-Wl,``, a library that does not exist) is not asked: ``-E`` does not link.
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ _SPECIAL_NAMES = frozenset(
         "__VA_OPT__",
     }
 )
-# Inductor adds the dash of these fields itself: a value with one more is checked.
-_DASHED_FIELDS = frozenset({"cflags", "ldflags"})
+# Every value of these is an option of the compiler's own (``Wbogus`` as much as
+# ``-O2``, rendered ``--O2``): the compiler judges each.
+_FLAG_FIELDS = frozenset({"cflags", "ldflags", "passthrough_args"})
 
 _lock = threading.Lock()
 _verdicts: dict[tuple[str, tuple[str, ...]], str | None] = {}
@@ -64,7 +67,7 @@ def needs_compiler(field: str, value: str) -> bool:
     if field == "definitions":
         plain = _PLAIN_DEFINITION.fullmatch(value)
         return plain is None or plain.group(1) in _SPECIAL_NAMES
-    return field in _DASHED_FIELDS and value.startswith("-")
+    return field in _FLAG_FIELDS
 
 
 def questions(
@@ -118,7 +121,9 @@ def _ask(compiler: str, words: tuple[str, ...]) -> str | None:
     with tempfile.TemporaryDirectory(prefix="inductor-device-options-cc-") as empty:
         try:
             finished = subprocess.run(
-                [compiler, "-E", "-x", "c++", os.devnull, "-o", os.devnull, *words],
+                # -x none: a file among the words is what its name says (an object is
+                # a linker input, as in the build), not C++ source.
+                [compiler, "-E", "-x", "c++", os.devnull, "-o", os.devnull, "-x", "none", *words],
                 cwd=empty,
                 stdin=subprocess.DEVNULL,
                 capture_output=True,

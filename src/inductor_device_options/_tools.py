@@ -8,6 +8,8 @@ more: a path with a comma inside ``-Wl,-rpath,<path>`` becomes two ld arguments,
 whatever follows the comma. The rules, on the words g++ receives:
 
 * no piece a tool receives starts with ``@``;
+* the word after ``-Xlinker``, ``-Xassembler`` or ``-Xpreprocessor`` is the options' own, of
+  the same field: Inductor renders torch's own words and other fields between fields;
 * no comma in a ``-Wl,``/``-Wa,``/``-Wp,`` word falls inside a path that exists (a real
   path, a symlink's target, the current directory) or inside the value of an environment
   variable: those commas were not written by the provider, and split what it meant as one.
@@ -63,12 +65,25 @@ def tool_problems(
             if problem is not None:
                 problems.append(ToolProblem(argument, problem))
             continue
+        if argument.field == "definitions" and previous == "-D":
+            continue  # a macro, whatever it looks like: the compiler judges it
+        following = arguments[index + 1] if index + 1 < len(arguments) else None
+        if argument.text in WHOLE_NEXT and (following is None or following.field != argument.field):
+            problems.append(ToolProblem(argument, _takes_an_argument_not_given(argument)))
         for prefix, tool in SPLIT_PREFIXES.items():
             if argument.text.startswith(prefix):
                 problem = split_word_problem(argument.text, prefix, tool, environ)
                 if problem is not None:
                     problems.append(ToolProblem(argument, problem))
     return problems
+
+
+def _takes_an_argument_not_given(argument: Argument) -> str:
+    tool = WHOLE_NEXT[argument.text]
+    return (
+        f"hands the argument after it to {tool}, and it is the last of {argument.field}: "
+        f"{tool} would get whatever follows on Inductor's command line, none of these options"
+    )
 
 
 def _response_file(piece: str, tool: str, how: str) -> str | None:
@@ -94,7 +109,8 @@ def split_word_problem(word: str, prefix: str, tool: str, environ: Mapping[str, 
     if path is not None:
         return (
             f"holds the path {path!r}, which exists with a comma in it: {received}, the "
-            "path cut in two (in passthrough_args, -Xlinker <path> keeps it whole)"
+            "path cut in two; no path with a comma can pass through "
+            f"{prefix} (the word after -Xlinker reaches ld whole)"
         )
     for name, value in _comma_values(environ):
         if value in payload:
@@ -185,6 +201,6 @@ _RUNPATH_BREAKERS = (
     (",", "g++ splits -Wl, at every comma, so ld would get the path in pieces"),
     (":", "the loader splits a runpath at ':', into two directories"),
     ("$", "the loader expands '$' tokens in a runpath ($ORIGIN, $LIB, $PLATFORM)"),
-    (" \t'\"\\", "Inductor does not quote ldflags, so g++ would not get the path as one argument"),
+    (" \t\v\f'\"\\", "Inductor does not quote ldflags: g++ would not get the path as one argument"),
     ("\n\r\x00", "it would cut the compiler command line"),
 )
