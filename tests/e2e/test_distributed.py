@@ -149,28 +149,39 @@ def test_torchrun_job_every_rank_compiles_with_the_sampledev_options(
     assert len(fingerprints) == 1 and all(fingerprints), fingerprints
 
 
+def run_job_stalled_in_teardown(
+    device: SampleDevice,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    teardown_timeout: float,
+    timeout: float,
+) -> JobResult:
+    """A job whose rank 1 hangs in its teardown (the job script's test-only switch)."""
+    monkeypatch.setenv(STALL_TEARDOWN_ENV, "1")
+    return run_job(
+        device,
+        RANKS,
+        Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]),
+        compile_mode="subprocess",
+        hidden_features=STALLED_HIDDEN_FEATURES,
+        teardown_timeout=teardown_timeout,
+        timeout=timeout,
+    )
+
+
 def test_a_rank_stuck_in_its_teardown_exits_at_its_deadline(
     sample_build: SampleDevice, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """As seen under load: every rank wrote its report, rank 1 never left its teardown.
     Here it exits by itself, well before the runner's timeout, and so does the job."""
-    monkeypatch.setenv(STALL_TEARDOWN_ENV, "1")
-    job = run_job(
-        sample_build,
-        RANKS,
-        Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]),
-        compile_mode="subprocess",
-        hidden_features=STALLED_HIDDEN_FEATURES,
-        teardown_timeout=5,
-        timeout=300,
-    )
+    job = run_job_stalled_in_teardown(sample_build, monkeypatch, teardown_timeout=5, timeout=300)
     assert not job.timed_out, job.output
     assert job.returncode == 0, job.output
     assert [(report.rank, report.error) for report in job.reports] == [(0, None), (1, None)]
     # Rank 0 may reach its own deadline too, in the exit that follows its teardown.
     assert job.reports[1].teardown_deadline_expired, job.output
     assert "rank 1: teardown not finished after 5 s; exiting" in job.output
-    # Its hard exit left its compile subprocesses without their parent: they are gone too.
+    # Its hard exit orphaned its compile subprocesses (torch 2.7+): they are gone too.
     assert_no_process_of_the_job_survives(job)
 
 
@@ -179,16 +190,9 @@ def test_a_job_past_its_timeout_is_killed_with_every_process(
 ) -> None:
     """Rank 1 hangs in its teardown with no deadline that would end it in time: the runner
     kills the job at its timeout, torchrun, ranks and their children, and says so."""
-    monkeypatch.setenv(STALL_TEARDOWN_ENV, "1")
     timeout = 30
-    job = run_job(
-        sample_build,
-        RANKS,
-        Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]),
-        compile_mode="subprocess",
-        hidden_features=STALLED_HIDDEN_FEATURES,
-        teardown_timeout=3600,
-        timeout=timeout,
+    job = run_job_stalled_in_teardown(
+        sample_build, monkeypatch, teardown_timeout=3600, timeout=timeout
     )
     assert job.timed_out, job.output
     assert job.returncode != 0
