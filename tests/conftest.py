@@ -3,23 +3,44 @@
 Inductor writes large files (a precompiled header is ~150 MB): the whole session
 points TORCHINDUCTOR_CACHE_DIR and TMPDIR at one temporary directory and removes it.
 Each pytest-xdist worker has a directory of its own, inside the controller's.
+
+No process of a distributed job outlives the test run. The runner stops its jobs itself
+(sample/distributed.py), but a pytest process can die in the middle of one: pytest-xdist
+kills a worker it tears down, a signal ends it. So at its end (unconfigure, exit, SIGTERM)
+each pytest process kills what is left of the jobs started under it: a worker, those it
+started itself (another worker may still run its own); the controller, after its workers,
+those of the whole session. A job's processes are found by the job marker and by these
+variables in their environment, never by a process tree: pytest's own processes carry no
+job marker, and processes of other test runs carry another session directory.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import shutil
+import signal
+import sys
 import tempfile
+import threading
+import uuid
 from collections.abc import Iterator
+from types import FrameType
 
 import pytest
-from support import SHARED_DIR_ENV
+from support import SHARED_DIR_ENV, TESTS_PROCESS_ENV
+
+from inductor_device_options.sample.distributed import stop_job_processes
 
 _session_dir: str | None = None
+_config: pytest.Config | None = None
+_jobs_started_under: dict[str, str] = {}  # the environment that marks this process's jobs
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    global _session_dir
+    global _session_dir, _config
+    _config = config
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     parent = os.environ.get(SHARED_DIR_ENV) if worker else None
     _session_dir = tempfile.mkdtemp(prefix="inductor-device-options-tests-", dir=parent)
@@ -30,10 +51,42 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["TMPDIR"] = os.path.join(_session_dir, "tmp")
     tempfile.tempdir = None  # recompute from TMPDIR
 
+    os.environ[TESTS_PROCESS_ENV] = uuid.uuid4().hex
+    scope = TESTS_PROCESS_ENV if worker else SHARED_DIR_ENV
+    _jobs_started_under[scope] = os.environ[scope]
+    atexit.register(_stop_leftover_jobs)
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    if in_main_thread and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _stop_leftover_jobs_and_die)
+
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    _stop_leftover_jobs()
     if _session_dir is not None:
         shutil.rmtree(_session_dir, ignore_errors=True)
+
+
+def _stop_leftover_jobs() -> None:
+    if not _jobs_started_under:
+        return
+    stopped = stop_job_processes(environment=_jobs_started_under)
+    if not stopped:
+        return
+    # Said on the real stderr, even in the middle of a test (a worker terminated).
+    capture = _config.pluginmanager.getplugin("capturemanager") if _config else None
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        print(
+            f"tests/conftest.py: killed {len(stopped)} leftover processes of distributed jobs:",
+            *(f"  {process.pid}: {' '.join(process.argv)[:200]}" for process in stopped),
+            sep="\n",
+            file=sys.stderr,
+        )
+
+
+def _stop_leftover_jobs_and_die(signum: int, frame: FrameType | None) -> None:
+    _stop_leftover_jobs()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 @pytest.fixture

@@ -181,3 +181,18 @@ SHARED_DIR_ENV = "INDUCTOR_DEVICE_OPTIONS_TESTS_DIR"
 def shared_test_dir() -> Path:
     """The directory every process of this test run shares, removed at its end."""
     return Path(os.environ[SHARED_DIR_ENV])
+
+
+# The pytest process (controller or worker) that started a process, under it: its id is in
+# the environment of all it starts. tests/conftest.py sets it, and at the end of each pytest
+# process stops what is left of the distributed jobs it started.
+TESTS_PROCESS_ENV = "INDUCTOR_DEVICE_OPTIONS_TESTS_PROCESS"
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs: it exists and is not a zombie waiting to be reaped."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")

@@ -5,6 +5,9 @@ sample device and its C++ options reach the rank through torch's backend autoloa
 ranks share one Inductor cache, the session's, as ranks on one node do. What each rank
 saw comes from the rank itself (its report) and from the compiler commands that every
 rank and compile subprocess ran (logged by the sample's autoload, with their $RANK).
+
+No process of a job survives it: not after a job that ends by itself, not after a rank
+stuck in its teardown, not after a job that the runner kills at its timeout.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import os
 from pathlib import Path
 
 import pytest
-from support import torch_has_compile_subprocess, torch_precompiles_cpp_headers
+from support import process_alive, torch_has_compile_subprocess, torch_precompiles_cpp_headers
 
 from inductor_device_options import default_cpp_device_options
 from inductor_device_options.sample import (
@@ -25,13 +28,43 @@ from inductor_device_options.sample import (
     SampleDevice,
 )
 from inductor_device_options.sample.compiler_commands import added_options, rendered_flags
-from inductor_device_options.sample.distributed import built_by, run_job
+from inductor_device_options.sample.distributed import (
+    JOB_SCRIPT,
+    JobProcess,
+    JobResult,
+    built_by,
+    job_processes,
+    run_job,
+)
+from inductor_device_options.sample.distributed_job import STALL_TEARDOWN_ENV
 from inductor_device_options.sample.elf import read_dynamic_section
 
 RANKS = 2
 # A model of its own per job: each job compiles it, rather than loading a module that an
 # earlier job left in the shared cache, so that its compiler commands can be seen.
 HIDDEN_FEATURES = {"normal": 24, "subprocess": 40}
+# The jobs whose rank 1 hangs in its teardown share theirs: the first compiles it (in
+# compile subprocesses, which its hard exit orphans), the second finds it in the cache.
+STALLED_HIDDEN_FEATURES = 56
+
+
+def role_in(job: JobResult, process: JobProcess) -> str:
+    """What ``process`` is in ``job``, read off its command line."""
+    if process.argv[-len(job.command) :] == job.command:  # after the interpreter, if any
+        return "torchrun"
+    if str(JOB_SCRIPT) in process.argv:
+        return "rank"
+    return "child of a rank"
+
+
+def assert_no_process_of_the_job_survives(job: JobResult) -> None:
+    """None is left with the job's marker, and none of the processes it is known to have
+    had (its ranks, the processes that ran its compilers, those the runner killed) runs."""
+    assert job_processes(job.job) == (), job.output
+    known = {report.pid for report in job.reports}
+    known |= {command.pid for command in job.commands}
+    known |= {process.pid for process in job.stopped}
+    assert sorted(pid for pid in known if process_alive(pid)) == [], job.output
 
 
 @pytest.mark.parametrize("compile_mode", ["normal", "subprocess"])
@@ -48,6 +81,9 @@ def test_torchrun_job_every_rank_compiles_with_the_sampledev_options(
     )
     assert job.returncode == 0, job.output
     assert [report.rank for report in job.reports] == list(range(RANKS)), job.output
+    # The job ended by itself: nothing of it outlived torchrun, nothing survives it.
+    assert job.stopped == (), job.stopped
+    assert_no_process_of_the_job_survives(job)
     rank_pids = {report.pid for report in job.reports}
     # torch 2.6 has no compile subprocess: it compiles in the rank.
     in_subprocess = compile_mode == "subprocess" and torch_has_compile_subprocess()
@@ -111,3 +147,60 @@ def test_torchrun_job_every_rank_compiles_with_the_sampledev_options(
         tuple(d for d in r.device_options.definitions if "FINGERPRINT" in d) for r in job.reports
     }
     assert len(fingerprints) == 1 and all(fingerprints), fingerprints
+
+
+def run_job_stalled_in_teardown(
+    device: SampleDevice,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    teardown_timeout: float,
+    timeout: float,
+) -> JobResult:
+    """A job whose rank 1 hangs in its teardown (the job script's test-only switch)."""
+    monkeypatch.setenv(STALL_TEARDOWN_ENV, "1")
+    return run_job(
+        device,
+        RANKS,
+        Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]),
+        compile_mode="subprocess",
+        hidden_features=STALLED_HIDDEN_FEATURES,
+        teardown_timeout=teardown_timeout,
+        timeout=timeout,
+    )
+
+
+def test_a_rank_stuck_in_its_teardown_exits_at_its_deadline(
+    sample_build: SampleDevice, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As seen under load: every rank wrote its report, rank 1 never left its teardown.
+    Here it exits by itself, well before the runner's timeout, and so does the job."""
+    job = run_job_stalled_in_teardown(sample_build, monkeypatch, teardown_timeout=5, timeout=300)
+    assert not job.timed_out, job.output
+    assert job.returncode == 0, job.output
+    assert [(report.rank, report.error) for report in job.reports] == [(0, None), (1, None)]
+    # Rank 0 may reach its own deadline too, in the exit that follows its teardown.
+    assert job.reports[1].teardown_deadline_expired, job.output
+    assert "rank 1: teardown not finished after 5 s; exiting" in job.output
+    # Its hard exit orphaned its compile subprocesses (torch 2.7+): they are gone too.
+    assert_no_process_of_the_job_survives(job)
+
+
+def test_a_job_past_its_timeout_is_killed_with_every_process(
+    sample_build: SampleDevice, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rank 1 hangs in its teardown with no deadline that would end it in time: the runner
+    kills the job at its timeout, torchrun, ranks and their children, and says so."""
+    timeout = 30
+    job = run_job_stalled_in_teardown(
+        sample_build, monkeypatch, teardown_timeout=3600, timeout=timeout
+    )
+    assert job.timed_out, job.output
+    assert job.returncode != 0
+    assert f"[timeout: still running after {timeout} s; killed {len(job.stopped)}" in job.output
+    # Not a speed target: the bound that a runner waiting on a hung job would exceed.
+    assert job.seconds < timeout + 30
+    roles = [role_in(job, process) for process in job.stopped]
+    assert {"torchrun", "rank"} <= set(roles), [process.argv for process in job.stopped]
+    if len(job.reports) == RANKS:  # the job reached its teardown, where rank 1 hangs
+        assert job.reports[1].pid in {process.pid for process in job.stopped}
+    assert_no_process_of_the_job_survives(job)

@@ -1,9 +1,18 @@
 """A distributed job on the sample device: ``torchrun`` runs ``distributed_job.py`` on N
 ranks that share one Inductor cache; this module launches it and collects what each rank
-saw (its report) and the compiler commands every rank and compile subprocess ran."""
+saw (its report) and the compiler commands every rank and compile subprocess ran.
+
+No process of a job outlives :func:`run_job`. torchrun starts each rank in a session of
+its own, the ranks start Inductor's compile workers, and a process whose parent dies is
+reparented to init: neither torchrun's process group nor a walk of its process tree finds
+them all. Their environment does: every process of a job inherits ``$JOB_ENV``, set to
+the job's id, and :func:`stop_job_processes` kills every process that carries it.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import shutil
@@ -12,7 +21,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +32,14 @@ from . import AUTOLOAD_ENV, SampleDevice
 from .compiler_commands import CompilerCommand, record_compiler_commands
 
 JOB_SCRIPT = Path(__file__).resolve().with_name("distributed_job.py")
+
+#: Set to the job's id in the environment of every process of a job, whatever its session
+#: or parent: torchrun, the ranks, their compile workers and the compilers they run.
+JOB_ENV = "INDUCTOR_DEVICE_OPTIONS_SAMPLE_JOB"
+
+#: After torchrun has exited, how long the job's other processes get to exit by themselves
+#: (a compile worker sees within a second that its rank is gone) before they are killed.
+STRAGGLER_GRACE_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -39,6 +57,7 @@ class RankReport:
     compile_mode: str
     device_options: CppDeviceOptions  # what the rank's Inductor gets for sampledev
     loaded_modules: tuple[Path, ...]  # the shared libraries it runs from the Inductor cache
+    teardown_deadline_expired: bool  # the rank exited hard, its teardown unfinished
 
     @classmethod
     def from_json(cls, document: dict[str, Any]) -> RankReport:
@@ -54,15 +73,30 @@ class RankReport:
             compile_mode=document.get("compile_mode", ""),
             device_options=CppDeviceOptions(*document.get("device_options", [[]] * 7)),
             loaded_modules=tuple(Path(path) for path in document.get("loaded_modules", [])),
+            teardown_deadline_expired=document.get("teardown_deadline_expired", False),
         )
 
 
 @dataclass(frozen=True)
+class JobProcess:
+    """A live process of a job, as /proc shows it."""
+
+    pid: int
+    job: str  # its ``$JOB_ENV``
+    argv: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class JobResult:
+    job: str  # the job's id: ``$JOB_ENV`` of its processes
     command: tuple[str, ...]
     returncode: int
     output: str  # torchrun's stdout and stderr
     seconds: float
+    timed_out: bool  # still running after the timeout, and killed
+    # The processes of the job that the runner killed: all of them after a timeout,
+    # otherwise those still running STRAGGLER_GRACE_SECONDS after torchrun exited.
+    stopped: tuple[JobProcess, ...]
     reports: tuple[RankReport, ...]  # by rank; a rank that wrote nothing is missing
     commands: tuple[CompilerCommand, ...]  # every compiler run, in the ranks and their children
 
@@ -84,6 +118,7 @@ def run_job(
     compile_mode: str | None = None,
     hidden_features: int = 32,
     timeout: float = 600,
+    teardown_timeout: float = 60,
 ) -> JobResult:
     """Run the job on ``ranks`` ranks sharing ``inductor_cache_dir``, and collect its results.
 
@@ -91,10 +126,13 @@ def run_job(
     (``$INDUCTOR_DEVICE_OPTIONS_SAMPLE_DIR``); ``compile_mode`` sets their
     ``TORCHINDUCTOR_FX_COMPILE_MODE`` (default: inherited). A model of another
     ``hidden_features`` is another graph: it is compiled, not found in the cache.
-    A job still running after ``timeout`` seconds is killed, with every rank.
+    A rank still in its teardown ``teardown_timeout`` seconds after it started it exits
+    by itself. A job still running after ``timeout`` seconds is killed, every process of
+    it; so is the job when this function raises, and whatever of it outlives torchrun.
     """
     from torch._inductor.cpp_builder import get_cpp_compiler
 
+    job = uuid.uuid4().hex
     report_dir = Path(tempfile.mkdtemp(prefix="sampledev-job-reports-"))
     try:
         with record_compiler_commands(get_cpp_compiler()) as commands:
@@ -102,13 +140,18 @@ def run_job(
             env = dict(os.environ)
             env[AUTOLOAD_ENV] = str(device.cache_dir)
             env["TORCHINDUCTOR_CACHE_DIR"] = str(inductor_cache_dir)
+            env[JOB_ENV] = job
             if compile_mode is not None:
                 env["TORCHINDUCTOR_FX_COMPILE_MODE"] = compile_mode
             command = torchrun_command(
-                ranks, str(JOB_SCRIPT), str(report_dir), str(hidden_features)
+                ranks,
+                str(JOB_SCRIPT),
+                str(report_dir),
+                str(hidden_features),
+                f"{teardown_timeout:g}",
             )
             started = time.perf_counter()
-            returncode, output = _run_process_group(command, env, timeout)
+            ended = _run_process_group(command, env, job, timeout)
             seconds = time.perf_counter() - started
         reports = [
             RankReport.from_json(json.loads(path.read_text()))
@@ -117,20 +160,33 @@ def run_job(
     finally:
         shutil.rmtree(report_dir, ignore_errors=True)
     return JobResult(
+        job=job,
         command=tuple(command),
-        returncode=returncode,
-        output=output,
+        returncode=ended.returncode,
+        output=ended.output,
         seconds=seconds,
+        timed_out=ended.timed_out,
+        stopped=ended.stopped,
         reports=tuple(sorted(reports, key=lambda report: report.rank)),
         commands=tuple(commands),
     )
 
 
-def _run_process_group(command: list[str], env: dict[str, str], timeout: float) -> tuple[int, str]:
-    """Run torchrun; after ``timeout`` seconds, stop it and its ranks.
+@dataclass(frozen=True)
+class _Ended:
+    returncode: int
+    output: str
+    timed_out: bool
+    stopped: tuple[JobProcess, ...]
 
-    torchrun starts each rank in a session of its own and stops them when it gets SIGTERM;
-    SIGKILL is for a torchrun that does not stop.
+
+def _run_process_group(command: list[str], env: dict[str, str], job: str, timeout: float) -> _Ended:
+    """Run torchrun for ``job``: when this returns or raises, no process of the job is left.
+
+    After ``timeout`` seconds every process of the job is killed at once: torchrun's own
+    clean-up would stop its ranks, but not a compile worker they leave behind, nor ranks
+    stuck in a teardown. An exception here (KeyboardInterrupt, for one: pytest-xdist
+    interrupts a worker it tears down) kills the job the same way.
     """
     process = subprocess.Popen(
         command,
@@ -143,14 +199,155 @@ def _run_process_group(command: list[str], env: dict[str, str], timeout: float) 
     try:
         output, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        process.terminate()
+        stopped = stop_job_processes(job)
+        output = _output_after_kill(process)
+        note = f"[timeout: still running after {timeout:g} s; killed {len(stopped)} processes]"
+        return _Ended(process.returncode, f"{output}\n{note}", True, stopped)
+    except BaseException:
+        stop_job_processes(job)
+        process.kill()
+        process.wait()
+        raise
+    stopped = stop_job_processes(job, grace=STRAGGLER_GRACE_SECONDS)
+    return _Ended(process.returncode, output, False, stopped)
+
+
+def _output_after_kill(process: subprocess.Popen[str]) -> str:
+    """What is left of torchrun's output, once every process of its job was killed."""
+    try:
+        output, _ = process.communicate(timeout=10)
+    except subprocess.TimeoutExpired:  # a process outside the job holds the pipe open
+        process.kill()
+        process.wait()
+        return "[output lost: a process outside the job holds torchrun's pipe open]"
+    return output
+
+
+def job_processes(
+    job: str | None = None, *, environment: Mapping[str, str] | None = None
+) -> tuple[JobProcess, ...]:
+    """The live processes of ``job`` (of any job, if None) whose environment also holds
+    every variable of ``environment``, with its value.
+
+    Never this process nor an ancestor of it, nor a process of the job that this process
+    itself is part of: a sweep cannot kill its own caller.
+    """
+    spared = _ancestors(os.getpid())
+    own_job = os.environ.get(JOB_ENV)
+    wanted = dict(environment or {})
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) in spared:
+            continue
+        pid = int(entry.name)
+        process_environment = _environment(pid)
+        if process_environment is None:
+            continue
+        marker = process_environment.get(JOB_ENV)
+        if marker is None or marker == own_job or job not in (None, marker):
+            continue
+        if all(process_environment.get(name) == value for name, value in wanted.items()):
+            found.append(JobProcess(pid, marker, _argv(pid)))
+    return tuple(found)
+
+
+def stop_job_processes(
+    job: str | None = None,
+    *,
+    environment: Mapping[str, str] | None = None,
+    grace: float = 0.0,
+    patience: float = 10.0,
+) -> tuple[JobProcess, ...]:
+    """Kill (SIGKILL) the processes :func:`job_processes` finds, after giving them ``grace``
+    seconds to exit by themselves; return those it killed.
+
+    It looks again after each round, since a process can start another between two looks,
+    for at most ``patience`` seconds (a process in an uninterruptible sleep dies late).
+    """
+    alive = _wait_for_exit(lambda: job_processes(job, environment=environment), grace)
+    stopped: dict[int, JobProcess] = {}
+    give_up = time.monotonic() + patience
+    while alive and time.monotonic() < give_up:
+        for process in alive:
+            _kill(process)
+            stopped.setdefault(process.pid, process)
+        time.sleep(0.05)
+        alive = job_processes(job, environment=environment)
+    return tuple(stopped.values())
+
+
+def _wait_for_exit(
+    look: Callable[[], tuple[JobProcess, ...]], seconds: float
+) -> tuple[JobProcess, ...]:
+    deadline = time.monotonic() + seconds
+    alive = look()
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = look()
+    return alive
+
+
+def _kill(process: JobProcess) -> None:
+    """SIGKILL ``process`` if the process with its pid is still one of its job: the pid may
+    have been reused since /proc was read, and a pidfd pins the process it was opened on."""
+    try:
+        pidfd: int | None = os.pidfd_open(process.pid)
+    except ProcessLookupError:
+        return
+    except OSError as error:  # no pidfd before Linux 5.3: the pid is checked just before
+        if error.errno != errno.ENOSYS:
+            raise
+        pidfd = None
+    try:
+        if _job_of(process.pid) != process.job:
+            return
+        with contextlib.suppress(ProcessLookupError):  # it exited meanwhile
+            if pidfd is None:
+                os.kill(process.pid, signal.SIGKILL)
+            else:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _job_of(pid: int) -> str | None:
+    environment = _environment(pid)
+    return None if environment is None else environment.get(JOB_ENV)
+
+
+def _environment(pid: int) -> dict[str, str] | None:
+    """The environment ``pid`` started with; None for a process that is gone, a zombie
+    (its environment reads empty) or one of another user."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as file:
+            block = file.read()
+    except OSError:
+        return None
+    pairs = (os.fsdecode(item).partition("=") for item in block.split(b"\0") if item)
+    return {name: value for name, _, value in pairs} or None
+
+
+def _argv(pid: int) -> tuple[str, ...]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as file:
+            return tuple(os.fsdecode(arg) for arg in file.read().split(b"\0") if arg)
+    except OSError:
+        return ()
+
+
+def _ancestors(pid: int) -> set[int]:
+    """``pid`` and every process above it, up to init."""
+    chain = set()
+    while pid > 0 and pid not in chain:
+        chain.add(pid)
         try:
-            output, _ = process.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            output, _ = process.communicate()
-        return process.returncode or -signal.SIGTERM, f"{output}\n[stopped after {timeout:.0f} s]"
-    return process.returncode, output
+            with open(f"/proc/{pid}/stat") as file:
+                # The command name, in parentheses, may hold spaces: fields follow its ")".
+                pid = int(file.read().rpartition(")")[2].split()[1])
+        except (OSError, IndexError, ValueError):
+            break
+    return chain
 
 
 def built_by(module: Path, commands: Sequence[CompilerCommand]) -> CompilerCommand | None:
