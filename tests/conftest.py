@@ -91,12 +91,28 @@ def _stop_leftover_jobs_and_die(signum: int, frame: FrameType | None) -> None:
 
 @pytest.fixture
 def clean_registry() -> Iterator[None]:
-    """Registrations made by a test are removed after it."""
+    """Registrations made by a test, through either door, and the devices it guaranteed,
+    are removed after it."""
+    import sys
+
     from inductor_device_options import _registry
+
+    def torch_registry() -> dict[str, object] | None:
+        module = sys.modules.get("torch._inductor.cpp_builder")
+        registry = getattr(module, "_cpp_device_options_registry", None)
+        return registry if isinstance(registry, dict) else None
 
     with _registry._lock:
         saved = dict(_registry._registered)
+        guaranteed = set(_registry._guaranteed)
+    saved_torch = dict(torch_registry() or {})
     yield
     with _registry._lock:
         _registry._registered.clear()
         _registry._registered.update(saved)
+        _registry._guaranteed.clear()
+        _registry._guaranteed.update(guaranteed)
+    registry = torch_registry()
+    if registry is not None:
+        registry.clear()
+        registry.update(saved_torch)

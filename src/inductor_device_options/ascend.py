@@ -98,6 +98,18 @@ __all__ = [
     "unregister",
 ]
 
+# help(), reprs and tracebacks name these where users import them from.
+for _public in (
+    AscendOptionsError,
+    CannInstall,
+    CannNotFoundError,
+    CannPathError,
+    TorchNpuInstall,
+    TorchNpuNotFoundError,
+):
+    _public.__module__ = __name__
+del _public
+
 #: The PrivateUse1 name torch_npu gives its backend.
 DEVICE_TYPE = "npu"
 
