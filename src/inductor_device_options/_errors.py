@@ -63,3 +63,13 @@ class ProviderLoadError(CppDeviceOptionsError, ImportError):
 
 class ProviderRecursionError(CppDeviceOptionsError, RecursionError):
     """A device's provider asked, directly or not, for the options of that same device."""
+
+
+PROVIDER_ATTRIBUTE = "_inductor_device_options_provider"
+
+
+def raised_by_provider(error: BaseException) -> str | None:
+    """The provider whose call raised ``error`` (its description), or None when the error
+    is not a provider's: the package's own, or raised outside a provider call."""
+    provider = getattr(error, PROVIDER_ATTRIBUTE, None)
+    return provider if isinstance(provider, str) else None

@@ -71,7 +71,7 @@ def sdk_fingerprint(
         digest = hashlib.blake2b(digest_size=8)
         walk = _Walk(own_include_dirs)
         for path in own_include_dirs:
-            digest.update(f"dir {path}\n".encode())
+            digest.update(f"dir {path}\n".encode("utf-8", "surrogateescape"))
             walk.hash_tree(path, digest)
         for path in library_files:
             _hash_file(path, digest)
@@ -158,7 +158,7 @@ class _Walk:
                 if real is not None:
                     stack.append((entry.path, real))
         lines.sort()  # scandir order is the file system's: sort for a stable digest
-        digest.update("".join(lines).encode())
+        digest.update("".join(lines).encode("utf-8", "surrogateescape"))
 
     def _entry(
         self, entry: os.DirEntry[str], prefix: int, real_directory: str
@@ -192,6 +192,8 @@ def _hash_file(path: str, digest: hashlib.blake2b) -> None:
     try:
         status = os.stat(path)
     except OSError:
-        digest.update(f"missing {path}\n".encode())
+        digest.update(f"missing {path}\n".encode("utf-8", "surrogateescape"))
         return
-    digest.update(f"{path}\0{status.st_size}\0{status.st_mtime_ns}\n".encode())
+    digest.update(
+        f"{path}\0{status.st_size}\0{status.st_mtime_ns}\n".encode("utf-8", "surrogateescape")
+    )

@@ -14,7 +14,12 @@ import threading
 from collections.abc import Callable, Sequence
 
 from . import _registry
-from ._errors import InvalidCppDeviceOptionsError, ProviderRecursionError, add_note
+from ._errors import (
+    PROVIDER_ATTRIBUTE,
+    InvalidCppDeviceOptionsError,
+    ProviderRecursionError,
+    add_note,
+)
 from ._freshness import fresh_options
 from ._options import (
     CppDeviceOptions,
@@ -233,6 +238,7 @@ def _call_provider(
         add_note(
             error, f"raised by the C++ options provider {description} for device {device_type!r}"
         )
+        setattr(error, PROVIDER_ATTRIBUTE, description)
         raise
 
 
