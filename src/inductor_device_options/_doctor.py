@@ -131,9 +131,8 @@ class ProviderSpec(NamedTuple):
 
 def parse_provider_spec(text: str) -> ProviderSpec:
     """Parse ``[DEVICE=]MODULE:CALLABLE``; ValueError when it is not of that form."""
-    device, equals, spec = text.partition("=")
-    if not equals or ":" in device:
-        device, spec = "", text
+    # No module or attribute name holds "=": one is a DEVICE= prefix.
+    device, equals, spec = text.rpartition("=")
     module_name, colon, attribute = spec.partition(":")
     if not colon or not module_name or not attribute:
         raise ValueError(f"{text!r} is not of the form [DEVICE=]MODULE:CALLABLE")
@@ -376,6 +375,8 @@ def run_doctor(
     ended when the checks are.
     """
     context = _Context(device_type, aot_mode, source, work)
+    work.mkdir(parents=True, exist_ok=True)
+    (work / f"{PROBE_NAME}.cpp").write_text(PROBE_SOURCE)
     steps: list[Callable[[_Context], Check]] = [
         _check_hook,
         _check_options,

@@ -86,24 +86,25 @@ def device_headers(
 
 
 def _asked(codegen: object, device_type: str, aot_mode: bool) -> DeviceHeaders | None:
-    """What a wrapper codegen class includes for the device, or None if this torch's
-    classes have no method that says (torch 2.6)."""
+    """What a wrapper codegen class includes for the device, asked through the method
+    this torch's Inductor calls; None where it calls none (torch 2.6)."""
+    from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
+
     from ._registry import describe_callable
 
-    method_name = "get_device_include_path_aot" if aot_mode else "get_device_include_path_jit"
-    method = getattr(codegen, method_name, None)
-    if method is not None:
-        text = str(method(device_type))
-    else:
+    mode = "aot" if aot_mode else "jit"
+    if hasattr(CppWrapperCpu, f"get_device_include_path_{mode}"):
+        method_name = f"get_device_include_path_{mode}"
+        text = str(getattr(codegen, method_name)(device_type))
+    elif hasattr(CppWrapperCpu, "get_device_include_path"):
         method_name = "get_device_include_path"
-        method = getattr(codegen, method_name, None)
-        if method is None:
-            return None
         from torch._inductor.virtualized import V
 
         # torch 2.10-2.12 read the mode off the graph being compiled.
         with V.set_graph_handler(_GraphMode(aot_mode)):  # type: ignore[arg-type]
-            text = str(method(device_type))
+            text = str(getattr(codegen, method_name)(device_type))
+    else:
+        return None
     origin = f"{describe_callable(codegen)}.{method_name}"
     return DeviceHeaders(text, included_names(text), origin)
 
