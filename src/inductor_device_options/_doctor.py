@@ -216,6 +216,9 @@ def _located(error: BaseException) -> str:
     return f", at {where}" if where else ""
 
 
+_IMPORTLIB_DIR = os.path.dirname(importlib.__file__) + os.sep
+
+
 def raised_at(error: BaseException, skip: Sequence[str] = ()) -> str | None:
     """``file:line`` where ``error`` was raised: a SyntaxError's own position, else the
     innermost frame that is not Python's import machinery nor in ``skip``."""
@@ -224,7 +227,8 @@ def raised_at(error: BaseException, skip: Sequence[str] = ()) -> str | None:
     frames = [
         frame
         for frame in traceback.extract_tb(error.__traceback__)
-        if not frame.filename.startswith("<frozen ") and frame.filename not in skip
+        if not frame.filename.startswith(("<frozen ", _IMPORTLIB_DIR))
+        and frame.filename not in skip
     ]
     return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else None
 
