@@ -73,6 +73,20 @@ def write_distribution(
     )
 
 
+#: doctor's checks, in order (a "provider" check comes first only when --provider fails).
+DOCTOR_CHECKS = (
+    "hook",
+    "options",
+    "flags",
+    "include_dirs",
+    "headers",
+    "shadowed_headers",
+    "libraries",
+    "probe_build",
+    "probe_load",
+)
+
+
 # --- what differs between torch releases, read off the running torch ----------------------
 
 

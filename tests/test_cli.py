@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import torch
 from support import (
+    DOCTOR_CHECKS,
     NATIVE,
     cpp_builder_keeps_whole,
     cpp_wrapper_device_header,
@@ -35,10 +36,9 @@ from inductor_device_options import cli
 
 PROVIDER = """\
 import os
-import shlex
 SDK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clidev_sdk")
-# The runpath passthrough value inductor_device_options.runpath(lib) gives.
-RUNPATH = "-Xlinker -rpath -Xlinker " + shlex.quote(os.path.realpath(os.path.join(SDK, "lib")))
+# The runpath ldflag inductor_device_options.runpath(lib) gives.
+RUNPATH = "Wl,-rpath," + os.path.realpath(os.path.join(SDK, "lib"))
 
 def good(device_type, aot_mode, compile_only):
     import inductor_device_options as ido
@@ -47,7 +47,7 @@ def good(device_type, aot_mode, compile_only):
     options.include_dirs.append(os.path.join(SDK, "include"))
     options.libraries_dirs.append(os.path.join(SDK, "lib"))
     options.libraries.append("clidev_runtime")
-    options.passthrough_args.append(RUNPATH)
+    options.ldflags.append(RUNPATH)
     return options
 
 def not_utf8(device_type, aot_mode, compile_only):  # the SDK's headers in a dir named b"inc\\xff"
@@ -99,17 +99,7 @@ ENTRY_POINTS = {
 # Another distribution's entry points that name no device this package serves.
 INVALID_ENTRY_POINTS = {"my-dev": "thirdparty:options", "cpu": "thirdparty:options"}
 
-CHECK_NAMES = [
-    "hook",
-    "options",
-    "flags",
-    "include_dirs",
-    "headers",
-    "shadowed_headers",
-    "libraries",
-    "probe_build",
-    "probe_load",
-]
+CHECK_NAMES = list(DOCTOR_CHECKS)
 # Every device a provider of these tests serves: the SDK has Inductor's headers for each.
 SDK_DEVICES = [*ENTRY_POINTS, "mydev", "flagdev", "utfdev", "alldev", "otherdev"]
 SOURCE_KEYS = {"device_type", "source", "description"}

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -23,7 +22,13 @@ from typing import NamedTuple
 import pytest
 import released_torch_npu
 import torch
-from support import aoti_device_header, cpp_wrapper_device_header, shared_test_dir
+from support import (
+    DOCTOR_CHECKS,
+    aoti_device_header,
+    cpp_wrapper_device_header,
+    shared_test_dir,
+)
+from test_coexistence import synthetic_cann as minimal_cann
 
 import inductor_device_options as ido
 from inductor_device_options import _doctor, _inductor_headers, _module_load, ascend
@@ -32,17 +37,7 @@ from inductor_device_options._registry import describe_callable
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 
-CHECK_NAMES = [
-    "hook",
-    "options",
-    "flags",
-    "include_dirs",
-    "headers",
-    "shadowed_headers",
-    "libraries",
-    "probe_build",
-    "probe_load",
-]
+CHECK_NAMES = list(DOCTOR_CHECKS)
 INDUCTOR_HEADER = """\
 #pragma once
 // What Inductor's generated code includes for {device} ({kind}).
@@ -61,8 +56,8 @@ class Sdk(NamedTuple):
     lib: Path  # libacme_rt.so
 
     def runpath(self) -> str:
-        """The runpath passthrough value, as inductor_device_options.runpath() gives it."""
-        return f"-Xlinker -rpath -Xlinker {shlex.quote(os.path.realpath(self.lib))}"
+        """The runpath ldflag, as inductor_device_options.runpath() gives it."""
+        return f"Wl,-rpath,{os.path.realpath(self.lib)}"
 
 
 def torch_asks_the_wrapper_class() -> bool:
@@ -140,7 +135,7 @@ def provider(
         options.libraries_dirs.append(str(sdk.lib))
         options.libraries.append("acme_rt")
         if runpath:
-            options.passthrough_args.append(sdk.runpath())
+            options.ldflags.append(sdk.runpath())
         return options
 
     return cpp_device_options
@@ -408,7 +403,7 @@ def test_a_library_off_the_loader_s_path_fails_naming_it_how_each_resolved_and_t
     assert "the loader finds no libacme_rt.so" in problem.cause
     assert "libacme_rt.so: cannot open shared object file" in problem.cause
     lib = os.path.realpath(sdk.lib)
-    assert f"options.passthrough_args.append(inductor_device_options.runpath({lib!r}))" in (
+    assert f"options.ldflags.append(inductor_device_options.runpath({lib!r}))" in (
         problem.fix
     )
     assert f"or run the model with {lib} first on LD_LIBRARY_PATH" in problem.fix
@@ -552,29 +547,12 @@ def test_the_sample_device_passes_every_check() -> None:
 
 
 def synthetic_cann(root: Path) -> Path:
-    """A CANN toolkit's classic layout, as little of it as torch_npu's headers include:
-    acl/acl.h, runtime/runtime/rt.h (include/experiment/runtime) and stub libraries."""
-    home = root / "cann"
-    (home / "include" / "acl").mkdir(parents=True)
-    (home / "include" / "acl" / "acl.h").write_text("#pragma once\n// CANN's own acl.h\n")
+    """The least of a CANN toolkit's classic layout torch_npu's wrapper headers include:
+    acl/acl.h, runtime/runtime/rt.h (in include/experiment/runtime) and the libraries."""
+    home = minimal_cann(root)
     rt = home / "include" / "experiment" / "runtime" / "runtime"
     rt.mkdir(parents=True)
     (rt / "rt.h").write_text("#pragma once\n")
-    (home / "lib64").mkdir()
-    for library in ("ascendcl", "runtime"):
-        source = root / f"{library}.c"
-        source.write_text(f"int {library}_stub(void) {{ return 0; }}\n")
-        subprocess.run(
-            [
-                "gcc",
-                "-shared",
-                "-fPIC",
-                str(source),
-                "-o",
-                str(home / "lib64" / f"lib{library}.so"),
-            ],
-            check=True,
-        )
     return home
 
 

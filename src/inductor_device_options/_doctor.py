@@ -13,7 +13,6 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -53,6 +52,7 @@ from ._module_load import FreshPython, missing_library, resolution
 from ._options import FIELDS, CppDeviceOptions, ValueProblem, value_problems
 from ._rendering import final_value_problem, rendering_problems
 from ._resolve import CPP_BUILDER
+from ._tools import run_tool
 
 if TYPE_CHECKING:
     from torch._inductor.cpp_builder import CppBuilder
@@ -280,6 +280,25 @@ def bundled_backend_missing(source: DeviceOptionsSource) -> str | None:
             f"`{_PROG} doctor {source.device_type}` checks it anyway"
         )
     return None
+
+
+def all_devices() -> list[DeviceOptionsSource]:
+    """What ``doctor --all`` checks: every device this process knows a source for, but
+    torch's own (cpu, cuda, xpu, mps) and devices whose DeviceInterface only inherits
+    torch 2.15's default ``get_cpp_device_options`` (mtia, tpu: it returns None)."""
+    from torch._dynamo.device_interface import DeviceInterface
+
+    default = getattr(DeviceInterface, "get_cpp_device_options", None)
+    return [
+        source
+        for source in known_device_options_sources()
+        if source.device_type not in _registry.RESERVED_DEVICE_TYPES
+        and not (
+            source.source == "device interface"
+            and getattr(served_interface(source.device_type), "get_cpp_device_options", None)
+            is default
+        )
+    ]
 
 
 def probe_builder(
@@ -761,12 +780,7 @@ def system_library_dirs() -> tuple[str, ...]:
 
 
 def _output(command: list[str]) -> str:
-    try:
-        return subprocess.run(
-            command, capture_output=True, text=True, timeout=60, check=False
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""
+    return run_tool(command).stdout
 
 
 # --- what Inductor's generated code includes ------------------------------------------------
@@ -989,21 +1003,11 @@ def _run_probe_command(
     output_dir.mkdir(parents=True, exist_ok=True)
     done = progress(f"running {compiler} on {source.name} ...") if progress else None
     try:
-        finished = subprocess.run(
-            shlex.split(command),  # as CppBuilder runs it
-            cwd=output_dir,
-            capture_output=True,
-            text=True,
-            errors="surrogateescape",
-            timeout=600,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError) as error:
-        return target, f"{type(error).__name__}: {error}"
+        ran = run_tool(shlex.split(command), cwd=output_dir, timeout=600)  # as CppBuilder does
     finally:
         if done is not None:
             done()
-    return target, None if finished.returncode == 0 else finished.stdout + finished.stderr
+    return target, None if ran.ok else ran.stdout + ran.stderr
 
 
 def _check_probe_build(
@@ -1173,7 +1177,7 @@ def _runtime_fix(context: _Context, missing: str, dirs: Sequence[str]) -> str:
         real = os.path.realpath(holding)
         fix = (
             f"give modules a runpath to {real}: in the provider ({context.source.description}), "
-            f"options.passthrough_args.append(inductor_device_options.runpath({real!r})); "
+            f"options.ldflags.append(inductor_device_options.runpath({real!r})); "
             f"or run the model with {shlex.quote(real)} first on LD_LIBRARY_PATH"
         )
     if context.device_type == "npu":

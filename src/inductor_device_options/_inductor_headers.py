@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from collections.abc import Callable, Collection, Sequence
 from functools import cache
 from typing import NamedTuple
+
+from ._tools import run_tool
 
 #: The attribute of a provider callback (or of a DeviceInterface) that declares the
 #: headers Inductor's C++ wrapper for the device includes: see the module docstring.
@@ -164,18 +165,8 @@ def locate(name: str, include_dirs: Sequence[str], compiler: str) -> str | None:
 @cache
 def system_include_dirs(compiler: str) -> tuple[str, ...]:
     """The dirs ``compiler`` searches for ``#include <...>`` after the ``-I`` dirs."""
-    try:
-        finished = subprocess.run(
-            [compiler, "-x", "c++", "-E", "-v", os.devnull],
-            capture_output=True,
-            text=True,
-            errors="surrogateescape",
-            timeout=60,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return ()
-    _, _, listing = finished.stderr.partition("#include <...> search starts here:\n")
+    ran = run_tool([compiler, "-x", "c++", "-E", "-v", os.devnull])
+    _, _, listing = ran.stderr.partition("#include <...> search starts here:\n")
     listing, _, _ = listing.partition("End of search list.")
     return tuple(os.path.normpath(line.strip()) for line in listing.splitlines() if line.strip())
 

@@ -19,6 +19,8 @@ import subprocess
 import sys
 from typing import NamedTuple
 
+from ._tools import run_tool
+
 # Run by the fresh process: import torch (its backend autoload included), then load the
 # module named on stdin and report, on the last line of stdout, what the loader said
 # and every file mapped into the process.
@@ -64,14 +66,19 @@ class FreshPython:
     """
 
     def __init__(self, cwd: str = os.sep):  # a dir that holds no module to import by mistake
-        self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
-            [sys.executable, "-c", _LOADER.replace("REPORT", repr(_REPORT))],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            start_new_session=True,  # its compile workers, if any, go with it
-        )
+        self._process: subprocess.Popen[bytes] | None = None
+        self._start_error: str | None = None
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-c", _LOADER.replace("REPORT", repr(_REPORT))],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                start_new_session=True,  # its compile workers, if any, go with it
+            )
+        except OSError as error:
+            self._start_error = f"cannot start {sys.executable}: {error}"
 
     def __enter__(self) -> FreshPython:
         return self
@@ -83,7 +90,7 @@ class FreshPython:
         """Load ``path`` in the process; the process then exits."""
         process = self._process
         if process is None:
-            raise RuntimeError("this process has loaded a module already")
+            return LoadResult(self._start_error or "this python has loaded a module already", ())
         try:
             stdout, stderr = process.communicate(os.fsencode(path) + b"\n", timeout=TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -130,20 +137,10 @@ def resolution(path: str, loaded: tuple[str, ...]) -> list[str]:
     ldd = shutil.which("ldd")
     if ldd is None:
         return ["(ldd is not installed: no listing of how each library resolved)"]
-    try:
-        finished = subprocess.run(
-            [ldd, path],
-            capture_output=True,
-            text=True,
-            errors="surrogateescape",
-            timeout=60,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError) as error:
-        return [f"(ldd failed: {error})"]
+    ran = run_tool([ldd, path])
     by_name = {os.path.basename(file): file for file in loaded}
     lines = []
-    for line in (finished.stdout + finished.stderr).splitlines():
+    for line in (ran.stdout + ran.stderr).splitlines():
         line = _ADDRESS.sub("", line.strip())
         name, arrow, where = line.partition(" => ")
         if arrow and where.startswith("not found") and name in by_name:

@@ -29,11 +29,15 @@ Usage (also ``python -m inductor_device_options``)::
       raises itself is reported as an internal error of inductor-device-options, never as
       the provider's;
     - ``flags``: every value is well formed; ``include_dirs``: each exists;
-    - ``headers``: the headers Inductor's generated code includes for DEVICE (what the
-      device's registered wrapper codegen class names, else what its provider declares,
-      see ``_inductor_headers``, else torch's default: ``cpp_wrapper/<device>.h``, with
-      ``--aot`` ``aoti_include/<device>.h``) are in the include dirs and preprocess with
-      the compile command Inductor runs (``-M``: every nested ``#include`` and ``#error``);
+    - ``headers``: the headers Inductor's generated code includes for DEVICE are in the
+      include dirs and preprocess with the compile command Inductor runs (``-M``: every
+      nested ``#include`` and ``#error``, not a full compile). Which headers: what the
+      device's wrapper codegen class registered in this process names, else what its
+      provider declares (a callable attribute ``inductor_headers(device_type, aot_mode)``
+      of the provider callback or DeviceInterface, returning header names as written
+      between ``<>``; the Ascend provider declares torch_npu's), else torch's default
+      (``torch/csrc/inductor/cpp_wrapper/<device>.h``, with ``--aot``
+      ``.../aoti_include/<device>.h``; torch 2.6: ``.../aoti_torch/generated/c_shim_<device>.h``);
     - ``shadowed_headers``: WARN for a header that two or more include dirs provide with
       different contents (every copy, the first in ``-I`` order is the one used), where
       one of them is not torch's own;
@@ -237,6 +241,8 @@ def _only_the_document() -> Iterator[None]:
     sys.stdout = sys.stderr = captured
     try:
         yield
+    except BrokenPipeError:
+        raise  # the reader went away: nothing more to say
     except BaseException:
         real_err.write(captured.getvalue())
         raise
@@ -586,11 +592,7 @@ def _doctor_all(args: argparse.Namespace) -> int:
         _import_inductor()
         failed_loads = _register_providers(args, args.provider)
         _note_invalid_declarations("doctor")
-        sources = {
-            source.device_type: source
-            for source in known_device_options_sources()
-            if source.device_type not in _registry.RESERVED_DEVICE_TYPES
-        }
+        sources = {source.device_type: source for source in _doctor.all_devices()}
         sources.update({device: source for device, (source, _) in failed_loads.items()})
         if not args.json:
             print(_header(style, "doctor --all", _modes(args)) + "\n")
