@@ -403,9 +403,7 @@ def test_a_library_off_the_loader_s_path_fails_naming_it_how_each_resolved_and_t
     assert "the loader finds no libacme_rt.so" in problem.cause
     assert "libacme_rt.so: cannot open shared object file" in problem.cause
     lib = os.path.realpath(sdk.lib)
-    assert f"options.ldflags.append(inductor_device_options.runpath({lib!r}))" in (
-        problem.fix
-    )
+    assert f"options.ldflags.append(inductor_device_options.runpath({lib!r}))" in (problem.fix)
     assert f"or run the model with {lib} first on LD_LIBRARY_PATH" in problem.fix
     assert "libacme_rt.so => not found" in problem.details
     # torch's own libraries resolve in the process that imported torch, as for Inductor.
