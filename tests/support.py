@@ -73,6 +73,20 @@ def write_distribution(
     )
 
 
+#: doctor's checks, in order (a "provider" check comes first only when --provider fails).
+DOCTOR_CHECKS = (
+    "hook",
+    "options",
+    "flags",
+    "include_dirs",
+    "headers",
+    "shadowed_headers",
+    "libraries",
+    "probe_build",
+    "probe_load",
+)
+
+
 # --- what differs between torch releases, read off the running torch ----------------------
 
 
@@ -148,13 +162,25 @@ def cpp_wrapper_device_header(device: str) -> str:
     """The device header Inductor's cpp_wrapper code includes first for ``device``: torch 2.6
     includes ``aoti_torch/generated/c_shim_<device>.h``, later torch ``cpp_wrapper/<device>.h``
     (named by ``get_device_include_path_jit``; 2.10's ``get_device_include_path`` needs a graph)."""
+    return _device_header(device, "jit", "cpp_wrapper")
+
+
+def aoti_device_header(device: str) -> str:
+    """The device header AOTInductor's generated model includes for ``device``: torch 2.6
+    includes ``aoti_torch/generated/c_shim_<device>.h`` as in cpp_wrapper mode, later torch
+    ``aoti_include/<device>.h`` (``get_device_include_path_aot``, or 2.10's
+    ``get_device_include_path`` with an AOT graph)."""
+    return _device_header(device, "aot", "aoti_include")
+
+
+def _device_header(device: str, mode: str, directory: str) -> str:
     from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
 
-    include = getattr(CppWrapperCpu, "get_device_include_path_jit", None)
+    include = getattr(CppWrapperCpu, f"get_device_include_path_{mode}", None)
     if include is not None:
         return str(include(device)).removeprefix("#include <").removesuffix(">")
     if hasattr(CppWrapperCpu, "get_device_include_path"):
-        return f"torch/csrc/inductor/cpp_wrapper/{device}.h"
+        return f"torch/csrc/inductor/{directory}/{device}.h"
     return f"torch/csrc/inductor/aoti_torch/generated/c_shim_{device}.h"
 
 

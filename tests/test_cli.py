@@ -22,7 +22,14 @@ from typing import Any
 
 import pytest
 import torch
-from support import NATIVE, cpp_builder_keeps_whole, pythonpath_with, write_distribution
+from support import (
+    DOCTOR_CHECKS,
+    NATIVE,
+    cpp_builder_keeps_whole,
+    cpp_wrapper_device_header,
+    pythonpath_with,
+    write_distribution,
+)
 
 import inductor_device_options as ido
 from inductor_device_options import cli
@@ -30,6 +37,8 @@ from inductor_device_options import cli
 PROVIDER = """\
 import os
 SDK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clidev_sdk")
+# The runpath ldflag inductor_device_options.runpath(lib) gives.
+RUNPATH = "Wl,-rpath," + os.path.realpath(os.path.join(SDK, "lib"))
 
 def good(device_type, aot_mode, compile_only):
     import inductor_device_options as ido
@@ -38,6 +47,12 @@ def good(device_type, aot_mode, compile_only):
     options.include_dirs.append(os.path.join(SDK, "include"))
     options.libraries_dirs.append(os.path.join(SDK, "lib"))
     options.libraries.append("clidev_runtime")
+    options.ldflags.append(RUNPATH)
+    return options
+
+def not_utf8(device_type, aot_mode, compile_only):  # the SDK's headers in a dir named b"inc\\xff"
+    options = good(device_type, aot_mode, compile_only)
+    options.include_dirs[-1] = os.fsdecode(os.path.join(os.fsencode(SDK), b"inc\\xff"))
     return options
 
 def _adding(name, field, value):  # a provider: good's options plus one value
@@ -63,6 +78,15 @@ def exiting(device_type, aot_mode, compile_only):
     raise SystemExit(0)  # e.g. a setup script's main() called by mistake
 """
 
+# Modules a --provider names that cannot be loaded, each for its own reason.
+BROKEN_MODULES = {
+    "raises_at_import": "import os\n\nLIMIT = 1 // 0\n",
+    "exits_at_import": "import sys\nprint('setting up')\nsys.exit(0)\n",
+    "imports_a_missing_module": "import os\nimport acme_sdk_bindings\n",
+    "has_a_syntax_error": "def options(:\n",
+    "defines_no_provider": "print('imported')\nNAME = 'acme'\n",
+}
+
 ENTRY_POINTS = {
     "clidev": "cli_provider:good",
     "nolibdev": "cli_provider:missing_library",
@@ -75,15 +99,18 @@ ENTRY_POINTS = {
 # Another distribution's entry points that name no device this package serves.
 INVALID_ENTRY_POINTS = {"my-dev": "thirdparty:options", "cpu": "thirdparty:options"}
 
-CHECK_NAMES = ["hook", "options", "flags", "include_dirs", "libraries", "probe_build"]
+CHECK_NAMES = list(DOCTOR_CHECKS)
+# Every device a provider of these tests serves: the SDK has Inductor's headers for each.
+SDK_DEVICES = [*ENTRY_POINTS, "mydev", "flagdev", "utfdev", "alldev", "otherdev"]
 SOURCE_KEYS = {"device_type", "source", "description", "guaranteed"}
 # The top-level keys of each JSON document.
 COMMON_KEYS = {"schema", "version", "torch_version"}
 DEVICE_KEYS = COMMON_KEYS | {"device_type", "aot_mode", "source", "error"}
 KEYS = {
-    "list": COMMON_KEYS | {"hook", "devices", "invalid_declarations"},
-    "show": DEVICE_KEYS | {"compile_only", "options", "commands"},
-    "doctor": DEVICE_KEYS | {"ok", "exit_code", "checks"},
+    "list": COMMON_KEYS | {"hook", "devices", "invalid_declarations", "notes"},
+    "show": DEVICE_KEYS | {"compile_only", "options", "commands", "notes"},
+    "doctor": DEVICE_KEYS | {"ok", "exit_code", "checks", "notes"},
+    "doctor-all": COMMON_KEYS | {"aot_mode", "ok", "exit_code", "devices", "notes"},
 }
 SOURCES = {"registration", "entry point", "device interface", "torch"}
 ANSI = "\x1b["
@@ -102,6 +129,19 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (sdk / "include").mkdir(parents=True)
     (sdk / "lib").mkdir()
     (sdk / "include" / "clidev.h").write_text('extern "C" int clidev_version(void);\n')
+    for include in ("include", os.fsdecode(b"inc\xff")):
+        for device in SDK_DEVICES:  # what Inductor's generated code includes, on every torch
+            for header in [
+                f"torch/csrc/inductor/cpp_wrapper/{device}.h",
+                f"torch/csrc/inductor/aoti_include/{device}.h",
+                f"torch/csrc/inductor/aoti_torch/generated/c_shim_{device}.h",
+            ]:
+                path = sdk / include / header
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text("#pragma once\n#include <clidev.h>\n")
+    (sdk / os.fsdecode(b"inc\xff") / "clidev.h").write_text("int clidev_version(void);\n")
+    for name, text in BROKEN_MODULES.items():
+        (site / f"{name}.py").write_text(text)
     (sdk / "lib dir").mkdir()
     (sdk / "lib-link").symlink_to("lib dir")
     (site / "rt.c").write_text("int clidev_version(void) { return 1; }\n")
@@ -331,18 +371,18 @@ def checks_of(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
     assert [check["name"] for check in checks] == CHECK_NAMES
     for check in checks:
         assert set(check) == {"name", "title", "status", "summary", "problems"}
-        assert check["status"] in {"pass", "fail", "skip"}
+        assert check["status"] in {"pass", "warn", "fail", "skip"}
         assert isinstance(check["title"], str) and isinstance(check["summary"], str)
         for problem in check["problems"]:
             assert set(problem) == {"cause", "fix", "details"}
             assert isinstance(problem["cause"], str) and isinstance(problem["fix"], str)
             assert all(isinstance(line, str) for line in problem["details"])
-        assert bool(check["problems"]) == (check["status"] == "fail")
+        assert bool(check["problems"]) == (check["status"] in ("fail", "warn"))
     return {check["name"]: check for check in checks}
 
 
 def test_doctor_passes_a_healthy_device_and_leaves_nothing_behind(
-    doctors: dict[str, Run],
+    doctors: dict[str, Run], site: Path
 ) -> None:
     document = json_of(doctors["good"], "doctor", 0)
     assert (document["ok"], document["exit_code"], document["error"]) == (True, 0, None)
@@ -358,6 +398,13 @@ def test_doctor_passes_a_healthy_device_and_leaves_nothing_behind(
     assert "compiled and linked inductor_device_options_probe.so" in str(
         checks["probe_build"]["summary"]
     )
+    assert checks["headers"]["summary"].startswith(
+        f"{cpp_wrapper_device_header('clidev')} in {site / 'clidev_sdk/include'} ("
+    )
+    runtime = os.path.realpath(site / "clidev_sdk/lib/libclidev_runtime.so")
+    assert checks["probe_load"]["summary"] == (
+        f"in a fresh python that imported torch: libclidev_runtime.so ({runtime})"
+    )
     assert doctors["good"].stderr.endswith("left in TMPDIR: []")
 
 
@@ -371,6 +418,7 @@ def test_doctor_names_a_missing_library_and_the_linker_error(
         "libraries",
         "probe_build",
     ]
+    assert checks["probe_load"]["status"] == "skip"
     [problem] = checks["libraries"]["problems"]
     assert problem["cause"].startswith(
         f"libclidev_missing.so not found in {torch.__path__[0]}/lib, "
@@ -395,15 +443,14 @@ def test_doctor_names_a_missing_include_dir_in_plain_text(
     assert f"FAIL  include dirs exist: 1 of {include_dirs} include dirs missing" in lines
     assert f"      cause: include dir {site / 'clidev_sdk/no_such_include'} does not exist" in lines
     assert "      fix:   install the device SDK or fix its provider (entry point noincdev" in out
-    assert [line[:4] for line in lines if line[:4] in {"PASS", "FAIL", "SKIP"}] == [
+    assert [line[:4] for line in lines if line[:4] in {"PASS", "WARN", "FAIL", "SKIP"}] == [
         "PASS",
         "PASS",
         "PASS",
         "FAIL",
-        "PASS",
-        "PASS",
+        *["PASS"] * 5,
     ]
-    assert lines[-1] == "1 of 6 checks failed."
+    assert lines[-1] == "1 of 9 checks failed."
 
 
 def test_a_provider_raising_system_exit_0_is_a_failed_check_not_a_success(
@@ -412,10 +459,10 @@ def test_a_provider_raising_system_exit_0_is_a_failed_check_not_a_success(
     checks = checks_of(json_of(doctors["exit_json"], "doctor", 1))
     [problem] = checks["options"]["problems"]
     assert problem["cause"] == "SystemExit: 0"
-    assert [check["status"] for check in checks.values()] == ["pass", "fail"] + ["skip"] * 4
+    assert [check["status"] for check in checks.values()] == ["pass", "fail"] + ["skip"] * 7
     out = text_of(doctors["exit_text"], 1)
     assert "FAIL  options computed: the provider raised SystemExit" in out
-    assert out.splitlines()[-1] == "1 of 6 checks failed."
+    assert out.splitlines()[-1] == "1 of 9 checks failed."
     show = json_of(doctors["exit_show"], "show", 1)
     assert show["error"]["type"] == "SystemExit"
     assert show["options"] is None
@@ -427,16 +474,18 @@ def test_flags_are_well_formed_only_if_g_plus_plus_gets_them_as_meant(
     """A response file, and a library dir whose real path has a space: neither is what the
     provider wrote reaching g++ as one argument. No probe is built with them."""
     rsp = checks_of(json_of(doctors["response_file"], "doctor", 1))
-    assert [check["status"] for check in rsp.values()][1:] == ["pass", "fail"] + ["skip"] * 3
+    assert [check["status"] for check in rsp.values()][1:] == ["pass", "fail"] + ["skip"] * 6
     [problem] = rsp["flags"]["problems"]
     assert problem["cause"].startswith(f"definitions[1] = '@{site}/clidev_sdk/rsp' is not a macro")
     if cpp_builder_keeps_whole("libraries_dirs"):  # torch 2.15 quotes -L: g++ takes it
         spaced = checks_of(json_of(doctors["spaced_real_path"], "doctor", 0))
-        assert [spaced[name]["status"] for name in ("flags", "probe_build")] == ["pass"] * 2
+        assert [spaced[name]["status"] for name in ("flags", "probe_build", "probe_load")] == [
+            "pass"
+        ] * 3
         return
     spaced = checks_of(json_of(doctors["spaced_real_path"], "doctor", 1))
     assert spaced["flags"]["status"] == "fail"
-    assert spaced["probe_build"]["status"] == "skip"
+    assert spaced["probe_build"]["status"] == spaced["probe_load"]["status"] == "skip"
     [problem] = spaced["flags"]["problems"]
     link, real = site / "clidev_sdk/lib-link", site / "clidev_sdk/lib dir"
     assert (
@@ -445,14 +494,20 @@ def test_flags_are_well_formed_only_if_g_plus_plus_gets_them_as_meant(
     )
 
 
-def test_show_and_doctor_note_ignored_declarations_on_stderr(doctors: dict[str, Run]) -> None:
-    for name in ("exit_text", "exit_show"):
-        assert (
-            "note: ignored entry point my-dev = thirdparty:options in group "
-            "'inductor_device_options' (distribution thirdparty 0.1): 'my-dev' is not a "
-            "device name"
-        ) in doctors[name].stderr
-        assert "Traceback" not in doctors[name].stderr
+IGNORED_NOTE = (
+    "note: ignored entry point my-dev = thirdparty:options in group "
+    "'inductor_device_options' (distribution thirdparty 0.1): 'my-dev' is not a device name"
+)
+
+
+def test_show_and_doctor_note_ignored_declarations_on_stderr_or_in_the_json(
+    doctors: dict[str, Run],
+) -> None:
+    assert IGNORED_NOTE in doctors["exit_text"].stderr
+    assert "Traceback" not in doctors["exit_text"].stderr
+    show = doctors["exit_show"]
+    assert show.stderr == ""  # --json: the document alone
+    assert any(IGNORED_NOTE in note for note in json.loads(show.stdout)["notes"])
 
 
 def test_doctor_reports_a_provider_error_with_its_fix(doctors: dict[str, Run]) -> None:
@@ -460,7 +515,7 @@ def test_doctor_reports_a_provider_error_with_its_fix(doctors: dict[str, Run]) -
     [problem] = checks["options"]["problems"]
     assert problem["cause"] == "RuntimeError: the clidev SDK is not set up"
     assert problem["fix"] == "run clidev-setup"
-    assert [check["status"] for check in checks.values()] == ["pass", "fail"] + ["skip"] * 4
+    assert [check["status"] for check in checks.values()] == ["pass", "fail"] + ["skip"] * 7
 
 
 def test_doctor_names_each_malformed_flag_of_a_given_provider(doctors: dict[str, Run]) -> None:
@@ -470,6 +525,245 @@ def test_doctor_names_each_malformed_flag_of_a_given_provider(doctors: dict[str,
     assert "cause: cflags[0] = '-O2' starts with '-'; Inductor adds '-' itself" in out
     assert "fix:   fix the provider (cli_provider.bad_flags)" in out
     assert "SKIP  probe compiles and links" in out
+    assert "SKIP  probe loads" in out
+
+
+# --- a --provider that cannot be loaded ------------------------------------------------------
+
+LOAD_FAILURES = [
+    # (--provider, words of the message, words of the fix)
+    (
+        "raises_at_import:options",
+        "importing module 'raises_at_import' raised ZeroDivisionError: integer division or "
+        "modulo by zero, at {site}/raises_at_import.py:3",
+        "fix module 'raises_at_import' (or what it imports) so that it imports",
+    ),
+    (
+        "exits_at_import:options",
+        "importing module 'exits_at_import' raised SystemExit: 0, at {site}/exits_at_import.py:3",
+        "fix module 'exits_at_import'",
+    ),
+    (
+        "imports_a_missing_module:options",
+        "raised ModuleNotFoundError: No module named 'acme_sdk_bindings', at "
+        "{site}/imports_a_missing_module.py:2",
+        "fix module 'imports_a_missing_module'",
+    ),
+    (
+        "has_a_syntax_error:options",
+        ", at {site}/has_a_syntax_error.py:1",
+        "fix module 'has_a_syntax_error'",
+    ),
+    (
+        "no_such_module_here:f",
+        "importing module 'no_such_module_here' raised ModuleNotFoundError: No module named "
+        "'no_such_module_here'\n",
+        "add that directory to PYTHONPATH",
+    ),
+    (
+        "defines_no_provider:options",
+        "getting 'options' of module 'defines_no_provider' ({site}/defines_no_provider.py) "
+        "raised AttributeError: module 'defines_no_provider' has no attribute 'options'",
+        "name a callable that module defines",
+    ),
+    ("os:sep", "os:sep is a str, not a callable", "name the provider function"),
+]
+
+
+@pytest.mark.parametrize(("spec", "message", "fix"), LOAD_FAILURES)
+def test_show_reports_a_provider_that_cannot_be_loaded_as_a_failure(
+    spec: str,
+    message: str,
+    fix: str,
+    site: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    clean_registry: None,
+) -> None:
+    monkeypatch.syspath_prepend(str(site))
+    assert cli.main(["show", "loaddev", "--provider", spec]) == cli.EXIT_FAILED
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    error = "inductor-device-options show: error: "
+    assert error in captured.err  # after the notes of the site's ignored declarations
+    message_shown = captured.err[captured.err.index(error) :]
+    assert message_shown.startswith(
+        f"{error}ProviderLoadError: cannot load the C++ options provider {spec} for device "
+        "'loaddev' (--provider): "
+    )
+    assert message.format(site=site) in message_shown + "\n"
+    assert fix in message_shown.partition("\nFix: ")[2]
+    assert "usage:" not in captured.err and "Traceback" not in captured.err
+
+
+@pytest.fixture(scope="module")
+def load_failures(site: Path) -> dict[str, Run]:
+    return run_concurrently(
+        site,
+        {
+            "doctor_json": {
+                "args": ["doctor", "loaddev", "--provider", "exits_at_import:options", "--json"]
+            },
+            "doctor_text": {
+                "args": ["doctor", "loaddev", "--provider", "no_such_module_here:options"]
+            },
+            "show_json": {
+                "args": ["show", "loaddev", "--provider", "raises_at_import:options", "--json"]
+            },
+        },
+    )
+
+
+def test_doctor_fails_its_first_check_when_the_provider_cannot_be_loaded(
+    load_failures: dict[str, Run], site: Path
+) -> None:
+    run = load_failures["doctor_json"]
+    assert run.stderr == ""  # --json: nothing but the document, on stdout
+    document = json_of(run, "doctor", 1)
+    assert (document["ok"], document["exit_code"], document["error"]) == (False, 1, None)
+    assert document["source"] == {
+        "device_type": "loaddev",
+        "source": "registration",
+        "description": "exits_at_import:options",
+    }
+    checks = document["checks"]
+    assert [check["name"] for check in checks] == ["provider", *CHECK_NAMES]
+    assert [check["status"] for check in checks] == ["fail"] + ["skip"] * len(CHECK_NAMES)
+    assert checks[0]["summary"] == "exits_at_import:options could not be loaded: SystemExit"
+    [problem] = checks[0]["problems"]
+    assert f"raised SystemExit: 0, at {site}/exits_at_import.py:3" in problem["cause"]
+    assert any("setting up" in note for note in document["notes"])  # what the module printed
+    out = text_of(load_failures["doctor_text"], 1)
+    assert "FAIL  provider loads: no_such_module_here:options could not be loaded: " in out
+    assert "ModuleNotFoundError" in out and "PYTHONPATH" in out
+    assert out.splitlines()[-1] == f"1 of {len(CHECK_NAMES) + 1} checks failed."
+
+
+def test_show_json_reports_a_provider_that_cannot_be_loaded_in_the_document_alone(
+    load_failures: dict[str, Run], site: Path
+) -> None:
+    run = load_failures["show_json"]
+    assert run.stderr == ""
+    document = json_of(run, "show", 1)
+    assert (document["options"], document["commands"]) == (None, None)
+    assert document["error"]["type"] == "ProviderLoadError"
+    assert document["error"]["provider"] == "raises_at_import:options"
+    assert f"at {site}/raises_at_import.py:3" in document["error"]["message"]
+
+
+# --- paths that are not UTF-8 -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def not_utf8(site: Path) -> dict[str, Run]:
+    provider = ["--provider", "cli_provider:not_utf8"]
+    return run_concurrently(
+        site,
+        {
+            "list": {"args": ["list"]},
+            "list_json": {"args": ["list", "--json"]},
+            "show": {"args": ["show", "utfdev", *provider]},
+            "show_json": {"args": ["show", "utfdev", *provider, "--json"]},
+            "doctor": {"args": ["doctor", "utfdev", *provider]},
+            "doctor_json": {"args": ["doctor", "utfdev", *provider, "--json"]},
+        },
+    )
+
+
+def test_paths_that_are_not_utf8_are_shown_escaped_and_nothing_fails(
+    not_utf8: dict[str, Run], site: Path
+) -> None:
+    """An include dir named b"inc\\xff": the escape is the json module's \\udcff, in text too."""
+    directory = os.path.join(os.fsencode(site / "clidev_sdk"), b"inc\xff")
+    escaped = os.fsdecode(directory).encode("ascii", "backslashreplace").decode()
+    assert escaped.endswith("inc\\udcff")
+    text_of(not_utf8["list"], 0)
+    json_of(not_utf8["list_json"], "list", 0)
+    show = json_of(not_utf8["show_json"], "show", 0)
+    assert os.fsencode(show["options"]["include_dirs"][-1]) == directory
+    assert escaped in text_of(not_utf8["show"], 0)
+    doctor = json_of(not_utf8["doctor_json"], "doctor", 0)
+    headers = checks_of(doctor)["headers"]
+    assert headers["status"] == "pass"
+    assert os.fsencode(headers["summary"]).startswith(
+        os.fsencode(f"{cpp_wrapper_device_header('utfdev')} in ") + directory + b" ("
+    )
+    out = text_of(not_utf8["doctor"], 0)
+    assert f"{cpp_wrapper_device_header('utfdev')} in {escaped} (" in out
+    assert out.splitlines()[-1] == f"All {len(CHECK_NAMES)} checks passed."
+
+
+# --- doctor --all -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def every_device(site: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    """A process whose declared devices are alldev (healthy) and otherdev (a library
+    missing), plus two given with --provider: flagdev (healthy) and brokendev (its module
+    raises at import). The SDK and provider modules are the clidist site's."""
+    all_site = tmp_path_factory.mktemp("all") / "site"
+    write_distribution(
+        all_site,
+        "alldist",
+        "1.0",
+        {"alldev": "cli_provider:good", "otherdev": "cli_provider:missing_library"},
+    )
+    for name in ("cli_provider.py", "clidev_sdk", "raises_at_import.py"):
+        (all_site / name).symlink_to(site / name)
+    providers = [
+        *("--provider", "flagdev=cli_provider:good"),
+        *("--provider", "brokendev=raises_at_import:options"),
+    ]
+    return run_concurrently(
+        all_site,
+        {
+            "text": {"args": ["doctor", "--all", *providers]},
+            "json": {"args": ["doctor", "--all", *providers, "--json"]},
+        },
+    )
+
+
+def test_doctor_all_checks_every_device_one_line_each(every_device: dict[str, Run]) -> None:
+    out = text_of(every_device["text"], 1)
+    lines = out.splitlines()
+    checks = len(CHECK_NAMES)
+    for line in [
+        f"PASS  alldev     entry point: all {checks} checks passed",
+        f"FAIL  brokendev  registration: 1 of {checks + 1} checks failed: provider loads",
+        f"PASS  flagdev    registration: all {checks} checks passed",
+        "SKIP  npu        entry point: skipped: torch_npu is not installed (the bundled Ascend "
+        "provider's device); `inductor-device-options doctor npu` checks it anyway",
+        f"FAIL  otherdev   entry point: 2 of {checks} checks failed: libraries found, probe "
+        "compiles and links",
+    ]:
+        assert line in lines, out
+    assert lines[-1] == (
+        "2 of 5 devices failed: brokendev, otherdev. `inductor-device-options doctor DEVICE` "
+        "shows why."
+    )
+    assert not any(line.startswith(("PASS  cpu", "PASS  cuda")) for line in lines)
+
+
+def test_doctor_all_json_is_one_document(every_device: dict[str, Run]) -> None:
+    run = every_device["json"]
+    assert run.stderr == ""
+    document = json_of(run, "doctor-all", 1)
+    assert (document["aot_mode"], document["ok"], document["exit_code"]) == (False, False, 1)
+    devices = {device["device_type"]: device for device in document["devices"]}
+    assert list(devices) == ["alldev", "brokendev", "flagdev", "npu", "otherdev"]
+    assert {name: device["status"] for name, device in devices.items()} == {
+        "alldev": "pass",
+        "brokendev": "fail",
+        "flagdev": "pass",
+        "npu": "skip",
+        "otherdev": "fail",
+    }
+    for device in devices.values():
+        assert set(device) == {"device_type", "source", "status", "skipped", "checks"}
+        assert_source(device["source"], device["device_type"], device["source"]["source"])
+    assert devices["npu"]["checks"] == [] and "torch_npu" in devices["npu"]["skipped"]
+    assert [check["name"] for check in devices["alldev"]["checks"]] == CHECK_NAMES
+    assert devices["brokendev"]["checks"][0]["name"] == "provider"
 
 
 # --- unknown device, usage errors, colour ---------------------------------------------------
@@ -505,13 +799,17 @@ USAGE_ERRORS = [
     # (arguments, the command, words of the message)
     (["show", "not a device"], "show", "argument DEVICE: device_type 'not a device' is not"),
     (["doctor", "dev", "--provider", "no_colon"], "doctor", "'no_colon' is not of the form"),
-    (
-        ["doctor", "dev", "--provider", "no_such_module_here:f"],
-        "doctor",
-        "cannot load 'no_such_module_here:f': ModuleNotFoundError",
-    ),
-    (["show", "dev", "--provider", "os:sep"], "show", "'os:sep' is a str, not a callable"),
+    (["show", "dev", "--provider", "=m:f"], "show", "'=m:f' names no device before '='"),
     (["doctor", "cpu", "--provider", "os:getcwd"], "doctor", "cannot register C++ device options"),
+    (["doctor"], "doctor", "the following arguments are required: DEVICE (or --all)"),
+    (["doctor", "dev", "--all"], "doctor", "give DEVICE or --all, not both"),
+    (["doctor", "--all", "--provider", "os:getcwd"], "doctor", "with --all, give DEVICE=os:getcwd"),
+    (
+        ["doctor", "dev", "--provider", "m:f", "--provider", "n:g"],
+        "doctor",
+        "argument --provider: give it once for DEVICE (or use --all)",
+    ),
+    (["show", "dev", "--provider", "other=m:f"], "show", "other=m:f is for device 'other'"),
     (["frobnicate"], None, "invalid choice: 'frobnicate'"),
 ]
 

@@ -28,6 +28,7 @@ from support import (
     NATIVE,
     TESTS_DIR,
     check_python,
+    cpp_wrapper_device_header,
     definitions_of,
     pythonpath_with,
     run_python,
@@ -361,12 +362,15 @@ def test_writing_the_module_dict_is_the_one_limit_and_is_reported() -> None:
 
 
 BACKEND_MODULE = """
+import os
 import torch._inductor.cpp_builder as cb
 
 def acme(device_type, aot_mode, compile_only):
     import inductor_device_options as ido
     options = ido.default_cpp_device_options(device_type, aot_mode, compile_only)
     options.definitions.append("ACME_DEVICE")
+    # The header Inductor's generated code includes for acme (doctor checks it).
+    options.include_dirs.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "include"))
     return options
 
 previous = cb.get_cpp_torch_device_options
@@ -401,6 +405,9 @@ def test_doctor_asks_inductor_whether_the_options_arrive(
     tmp_path: Path, install: str, status: str, words: str
 ) -> None:
     (tmp_path / "backend.py").write_text(BACKEND_MODULE.format(install=install))
+    header = tmp_path / "include" / cpp_wrapper_device_header("acme")
+    header.parent.mkdir(parents=True)
+    header.write_text("#pragma once\n")
     finished = run_python(
         """
         from inductor_device_options.cli import main

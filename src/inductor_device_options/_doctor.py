@@ -7,24 +7,32 @@ is shown and probed is what Inductor runs for a small source.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import re
 import shlex
 import shutil
-import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from . import _registry
-from ._errors import CppDeviceOptionsError, InvalidCppDeviceOptionsError
+from . import __version__, _registry
+from ._errors import (
+    CppDeviceOptionsError,
+    InvalidCppDeviceOptionsError,
+    ProviderLoadError,
+    raised_by_provider,
+)
+from ._freshness import _inside_torch
 from ._hook import (
     DeviceOptionsSource,
     get_cpp_device_options,
@@ -33,8 +41,17 @@ from ._hook import (
     package_cpp_device_options,
     served_interface,
 )
+from ._inductor_headers import (
+    InvalidHeadersDeclarationError,
+    device_headers,
+    locate,
+    shadowed_headers,
+    system_include_dirs,
+)
+from ._module_load import FreshPython, missing_library, resolution
 from ._options import FIELDS, CppDeviceOptions, ValueProblem, value_problems
 from ._rendering import final_value_problem, rendering_problems
+from ._run import run_tool
 from ._torch_names import CPP_BUILDER
 
 if TYPE_CHECKING:
@@ -49,7 +66,27 @@ PROBE_SOURCE = (
     f'extern "C" int {PROBE_NAME}(void) {{ return 0; }}\n'
 )
 
-Status = Literal["pass", "fail", "skip"]
+Status = Literal["pass", "warn", "fail", "skip"]
+
+#: Every check, in the order doctor runs them: name (stable, JSON) and title. "provider"
+#: is there only when a ``--provider`` could not be loaded.
+CHECKS: dict[str, str] = {
+    "provider": "provider loads",
+    "hook": "options reach Inductor",
+    "options": "options computed",
+    "flags": "flags well formed",
+    "include_dirs": "include dirs exist",
+    "headers": "Inductor's device headers found",
+    "shadowed_headers": "no shadowed headers",
+    "libraries": "libraries found",
+    "probe_build": "probe compiles and links",
+    "probe_load": "probe loads",
+}
+
+#: Linked into the probe that is loaded: every -l library becomes a NEEDED entry, as in a
+#: module whose code calls into it (the empty probe calls nothing, and many distributions'
+#: g++ link --as-needed, which would drop every library from it).
+NO_AS_NEEDED = "-Wl,--no-as-needed"
 
 
 class UnknownDeviceError(CppDeviceOptionsError):
@@ -68,7 +105,8 @@ class Problem:
 @dataclass(frozen=True)
 class Check:
     """One doctor line: ``name`` is stable (JSON), ``title`` and ``summary`` are for people;
-    ``problems`` is empty unless ``status`` is ``"fail"``."""
+    ``problems`` is empty unless ``status`` is ``"fail"`` or ``"warn"`` (a warning does
+    not fail doctor)."""
 
     name: str
     title: str
@@ -80,24 +118,119 @@ class Check:
 # --- where the device stands --------------------------------------------------------------
 
 
-def load_provider(spec: str) -> _registry.CppDeviceOptionsCallback:
-    """Import ``module:callable`` (attribute path may be dotted); ValueError if it fails."""
+class ProviderSpec(NamedTuple):
+    """``--provider``: ``[DEVICE=]MODULE:CALLABLE`` (the attribute path may be dotted)."""
+
+    device_type: str | None
+    module: str
+    attribute: str
+
+    def __str__(self) -> str:
+        return f"{self.module}:{self.attribute}"
+
+
+def parse_provider_spec(text: str) -> ProviderSpec:
+    """Parse ``[DEVICE=]MODULE:CALLABLE``; ValueError when it is not of that form."""
+    # No module or attribute name holds "=": one is a DEVICE= prefix.
+    device, equals, spec = text.rpartition("=")
     module_name, colon, attribute = spec.partition(":")
     if not colon or not module_name or not attribute:
-        raise ValueError(f"{spec!r} is not of the form module:callable")
+        raise ValueError(f"{text!r} is not of the form [DEVICE=]MODULE:CALLABLE")
+    if equals and not device:
+        raise ValueError(f"{text!r} names no device before '='")
+    return ProviderSpec(
+        _registry.normalize_device_type(device) if device else None, module_name, attribute
+    )
+
+
+def load_provider(spec: ProviderSpec, device_type: str) -> _registry.CppDeviceOptionsCallback:
+    """Import ``spec``'s module and get its callable, the current directory importable
+    (as ``python -m`` has it, for the console script too).
+
+    Raises ``ProviderLoadError`` naming the module, the exception and where it was raised
+    (SystemExit at import included), with a fix after ``"\nFix: "``.
+    """
     if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` does, for the console script
+        sys.path.insert(0, os.getcwd())
+    what = f"the C++ options provider {spec} for device {device_type!r} (--provider)"
     try:
-        target: object = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            target = getattr(target, part)
+        target: object = importlib.import_module(spec.module)
     except KeyboardInterrupt:
         raise
-    except BaseException as error:  # SystemExit too: a usage error, never a silent exit
-        raise ValueError(f"cannot load {spec!r}: {type(error).__name__}: {error}") from error
+    except BaseException as error:  # SystemExit too: a failed load, never a silent exit
+        raise _import_failed(what, spec, device_type, error) from error
+    for part in spec.attribute.split("."):
+        try:
+            target = getattr(target, part)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as error:
+            where = getattr(sys.modules.get(spec.module), "__file__", None) or spec.module
+            raise ProviderLoadError(
+                f"cannot load {what}: getting {spec.attribute!r} of module {spec.module!r} "
+                f"({where}) raised {_error_line(error)}{_located(error)}\n"
+                f"Fix: name a callable that module defines",
+                device_type=device_type,
+                provider=str(spec),
+            ) from error
     if not callable(target):
-        raise ValueError(f"{spec!r} is a {type(target).__name__}, not a callable")
+        raise ProviderLoadError(
+            f"cannot load {what}: {spec} is a {type(target).__name__}, not a callable\n"
+            "Fix: name the provider function, (device_type, aot_mode, compile_only) -> options",
+            device_type=device_type,
+            provider=str(spec),
+        )
     return target
+
+
+def _import_failed(
+    what: str, spec: ProviderSpec, device_type: str, error: BaseException
+) -> ProviderLoadError:
+    missing = getattr(error, "name", None) if isinstance(error, ModuleNotFoundError) else None
+    if missing is not None and (spec.module == missing or spec.module.startswith(missing + ".")):
+        fix = (
+            f"Python finds no module {missing!r} on its path (the current directory, "
+            "PYTHONPATH, site-packages): run from the directory that holds it, or add that "
+            f"directory to PYTHONPATH (PYTHONPATH=/path/to/dir {_PROG} ...)"
+        )
+    else:
+        fix = f"fix module {spec.module!r} (or what it imports) so that it imports"
+    return ProviderLoadError(
+        f"cannot load {what}: importing module {spec.module!r} raised "
+        f"{_error_line(error)}{_located(error)}\nFix: {fix}",
+        device_type=device_type,
+        provider=str(spec),
+    )
+
+
+_PROG = "inductor-device-options"
+
+
+def _error_line(error: BaseException) -> str:
+    message = str(error)
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+def _located(error: BaseException) -> str:
+    where = raised_at(error, skip=(__file__,))
+    return f", at {where}" if where else ""
+
+
+_IMPORTLIB_DIR = os.path.dirname(importlib.__file__) + os.sep
+
+
+def raised_at(error: BaseException, skip: Sequence[str] = ()) -> str | None:
+    """``file:line`` where ``error`` was raised: a SyntaxError's own position, else the
+    innermost frame that is not Python's import machinery nor in ``skip``."""
+    if isinstance(error, SyntaxError) and error.filename:
+        return f"{error.filename}:{error.lineno}"
+    frames = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if not frame.filename.startswith(("<frozen ", _IMPORTLIB_DIR))
+        and frame.filename not in skip
+    ]
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else None
 
 
 def unknown_device(device_type: str, source: DeviceOptionsSource) -> UnknownDeviceError | None:
@@ -122,6 +255,50 @@ def unknown_device(device_type: str, source: DeviceOptionsSource) -> UnknownDevi
         "or check a callback that is not declared with --provider module:callable.",
         device_type=device_type,
     )
+
+
+#: The entry point this package declares for Ascend's npu (pyproject.toml).
+BUNDLED_ASCEND_PROVIDER = "inductor_device_options.ascend:cpp_device_options"
+
+
+def bundled_backend_missing(source: DeviceOptionsSource) -> str | None:
+    """Why ``doctor --all`` leaves out a device served by this package's own bundled
+    provider (npu, where torch_npu is not installed: not a device of this machine), or
+    None: it is checked."""
+    if source.source != "entry point":
+        return None
+    entry_point = _registry.declared_entry_points().get(source.device_type)
+    if entry_point is None or entry_point.value != BUNDLED_ASCEND_PROVIDER:
+        return None
+    from .ascend import TorchNpuNotFoundError, find_torch_npu
+
+    try:
+        find_torch_npu()
+    except TorchNpuNotFoundError:
+        return (
+            "torch_npu is not installed (the bundled Ascend provider's device); "
+            f"`{_PROG} doctor {source.device_type}` checks it anyway"
+        )
+    return None
+
+
+def all_devices() -> list[DeviceOptionsSource]:
+    """What ``doctor --all`` checks: every device this process knows a source for, but
+    torch's own (cpu, cuda, xpu, mps) and devices whose DeviceInterface only inherits
+    torch 2.15's default ``get_cpp_device_options`` (mtia, tpu: it returns None)."""
+    from torch._dynamo.device_interface import DeviceInterface
+
+    default = getattr(DeviceInterface, "get_cpp_device_options", None)
+    return [
+        source
+        for source in known_device_options_sources()
+        if source.device_type not in _registry.RESERVED_DEVICE_TYPES
+        and not (
+            source.source == "device interface"
+            and getattr(served_interface(source.device_type), "get_cpp_device_options", None)
+            is default
+        )
+    ]
 
 
 def probe_builder(
@@ -182,9 +359,12 @@ class _Context:
     device_type: str
     aot_mode: bool
     source: DeviceOptionsSource
+    work: Path
+    loader: FreshPython | None = None
     options: CppDeviceOptions | None = None
     raw: Sequence[object] | None = None  # what the provider returned, when Inductor rejects it
     rejected: InvalidCppDeviceOptionsError | None = None  # and why
+    checks: list[Check] = field(default_factory=list)  # those done so far
 
     @property
     def fix_provider(self) -> str:
@@ -197,6 +377,9 @@ class _Context:
             fix += "; for Ascend: source CANN's set_env.sh or set ASCEND_HOME_PATH"
         return fix
 
+    def passed(self, name: str) -> bool:
+        return any(check.name == name and check.status != "fail" for check in self.checks)
+
 
 def run_doctor(
     device_type: str,
@@ -205,32 +388,62 @@ def run_doctor(
     work: Path,
     on_check: Callable[[Check], None] = lambda check: None,
     progress: Callable[[str], Callable[[], None]] | None = None,
+    loader: FreshPython | None = None,
 ) -> list[Check]:
     """Run every check in order, handing each to ``on_check`` as soon as it is done.
 
-    ``progress(message)`` is called before the probe build and returns a function
-    that ends the progress display.
+    ``progress(message)`` is called before each build and returns a function that ends
+    the progress display. ``loader`` is the fresh Python the probe is loaded in (started
+    as early as possible: its ``import torch`` runs meanwhile; by default, now); it is
+    ended when the checks are.
     """
-    context = _Context(device_type, aot_mode, source)
-    checks: list[Check] = []
+    context = _Context(device_type, aot_mode, source, work)
+    work.mkdir(parents=True, exist_ok=True)
+    (work / f"{PROBE_NAME}.cpp").write_text(PROBE_SOURCE)
     steps: list[Callable[[_Context], Check]] = [
         _check_hook,
         _check_options,
         _check_flags,
         _check_include_dirs,
+        lambda context: _check_headers(context, progress),
+        _check_shadowed_headers,
         _check_libraries,
-        lambda context: _check_probe_build(context, work, progress, checks),
+        lambda context: _check_probe_build(context, progress),
+        lambda context: _check_probe_load(context, progress),
     ]
-    for step in steps:
-        check = step(context)
-        checks.append(check)
-        on_check(check)
-    return checks
+    with loader or FreshPython() as context.loader:
+        for step in steps:
+            check = step(context)
+            context.checks.append(check)
+            on_check(check)
+    return context.checks
+
+
+def provider_load_failed(error: ProviderLoadError) -> list[Check]:
+    """doctor's checks when ``--provider`` cannot be loaded: that one failed, the others
+    skipped (they would check another provider than the one asked for)."""
+    cause, marker, fix = str(error).partition("\nFix: ")
+    reason = type(error.__cause__ or error).__name__
+    failed = Check(
+        "provider",
+        CHECKS["provider"],
+        "fail",
+        f"{error.provider} could not be loaded: {reason}",
+        (Problem(cause, fix if marker else f"fix {error.provider}"),),
+    )
+    return [
+        failed,
+        *(
+            Check(name, title, "skip", "skipped: the provider could not be loaded")
+            for name, title in CHECKS.items()
+            if name != "provider"
+        ),
+    ]
 
 
 def _check_hook(context: _Context) -> Check:
     """Ask Inductor's real function and see that the device's options come back."""
-    title = "options reach Inductor"
+    title = CHECKS["hook"]
     if context.source.source == "torch":
         return Check("hook", title, "pass", hook_state().describe())
     missing: list[str] = []
@@ -287,7 +500,7 @@ def _both_modes(context: _Context) -> CppDeviceOptions:
 
 
 def _check_options(context: _Context) -> Check:
-    title = "options computed"
+    title = CHECKS["options"]
     try:
         context.options = _both_modes(context)
     except InvalidCppDeviceOptionsError as error:
@@ -311,14 +524,54 @@ def _check_options(context: _Context) -> Check:
 
 
 def _options_failed(context: _Context, error: BaseException) -> Check:
+    if not _blames_source(context, error):
+        return _internal_error(error)
     # A provider that says what to do ("...\nFix: source CANN's set_env.sh") is quoted.
     cause, marker, fix = str(error).partition("\nFix: ")
     return Check(
         "options",
-        "options computed",
+        CHECKS["options"],
         "fail",
         f"the provider raised {type(error).__name__}",
         (Problem(f"{type(error).__name__}: {cause}", fix if marker else context.fix_provider),),
+    )
+
+
+def _blames_source(context: _Context, error: BaseException) -> bool:
+    """Whether ``error`` is the provider's: raised by its call, a verdict of the package on
+    it (a ``CppDeviceOptionsError`` names the provider), a ``SystemExit`` (the package
+    raises none), or, for options torch computes, raised outside this package."""
+    if raised_by_provider(error) is not None or isinstance(error, CppDeviceOptionsError):
+        return True
+    if not isinstance(error, Exception):
+        return True
+    return context.source.source == "torch" and not _raised_in_package(error)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _raised_in_package(error: BaseException) -> bool:
+    frames = traceback.extract_tb(error.__traceback__)
+    return bool(frames) and os.path.abspath(frames[-1].filename).startswith(_PACKAGE_DIR + os.sep)
+
+
+def _internal_error(error: BaseException) -> Check:
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f", at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
+    return Check(
+        "options",
+        CHECKS["options"],
+        "fail",
+        f"inductor-device-options failed (internal error {type(error).__name__})",
+        (
+            Problem(
+                f"inductor-device-options {__version__} raised {_error_line(error)}{where}: "
+                "the error is the package's own, raised outside any call of the provider",
+                "this is a bug of inductor-device-options, not of the provider: please "
+                "report it to its maintainers with this output",
+            ),
+        ),
     )
 
 
@@ -347,7 +600,7 @@ def _check_flags(context: _Context) -> Check:
     """Every value as g++ will get it: the final options (after real paths,
     custom_op_libs and the fingerprint) against the running CppBuilder, or, when the
     pipeline refused them, each value the provider returned."""
-    title = "flags well formed"
+    title = CHECKS["flags"]
     if context.raw is not None:
         problems, count = _raw_problems(context, context.raw)
     elif context.options is not None:
@@ -402,7 +655,7 @@ def _value_problem(context: _Context, problem: ValueProblem) -> Problem:
 
 
 def _check_include_dirs(context: _Context) -> Check:
-    title = "include dirs exist"
+    title = CHECKS["include_dirs"]
     if context.options is None:
         return _skipped("include_dirs", title, context)
     dirs = context.options.include_dirs
@@ -444,7 +697,7 @@ def _dir_problem(kind: str, path: str) -> str | None:
 
 
 def _check_libraries(context: _Context) -> Check:
-    title = "libraries found"
+    title = CHECKS["libraries"]
     if context.options is None:
         return _skipped("libraries", title, context)
     dirs, libraries = _link_inputs(context.options)
@@ -527,41 +780,260 @@ def system_library_dirs() -> tuple[str, ...]:
 
 
 def _output(command: list[str]) -> str:
+    return run_tool(command).stdout
+
+
+# --- what Inductor's generated code includes ------------------------------------------------
+
+
+def _compile_include_dirs(context: _Context) -> list[str]:
+    """Every ``-I`` dir of the compile command, in order: torch's and Python's, the device's."""
+    from torch._inductor.cpp_builder import CppTorchDeviceOptions
+
+    options = CppTorchDeviceOptions(
+        device_type=context.device_type, aot_mode=context.aot_mode, compile_only=True
+    )
+    return list(options.get_include_dirs())
+
+
+def _check_headers(
+    context: _Context, progress: Callable[[str], Callable[[], None]] | None
+) -> Check:
+    """The headers Inductor's generated code includes for the device: each found in the
+    include dirs, then all of them preprocessed with the compile command Inductor runs.
+
+    Preprocessed (``-M``), not compiled: the preprocessor includes every header and
+    evaluates every ``#if``/``#error`` of the real build (a missing nested header, a
+    macro the options fail to define) in a tenth of a second, where compiling them takes
+    one to four (they pull in most of torch) and proves little more about the options.
+    """
+    name, title = "headers", CHECKS["headers"]
+    if context.options is None or context.raw is not None:
+        return _skipped(name, title, context)
+    declared, declared_by = _declaring_object(context)
     try:
-        return subprocess.run(
-            command, capture_output=True, text=True, timeout=60, check=False
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""
+        headers = device_headers(context.device_type, context.aot_mode, declared, declared_by)
+    except InvalidHeadersDeclarationError as error:
+        return Check(
+            name,
+            title,
+            "fail",
+            "the provider's declaration failed",
+            (Problem(str(error), context.fix_provider),),
+        )
+    except Exception as error:  # a backend's wrapper codegen class that cannot say
+        return Check(
+            name,
+            title,
+            "fail",
+            f"asking the device's wrapper codegen class raised {type(error).__name__}",
+            (
+                Problem(
+                    f"what Inductor's generated code includes for {context.device_type!r} "
+                    f"cannot be known: {_error_line(error)}{_located(error)}",
+                    "fix the backend's wrapper codegen class (registered with "
+                    "torch._inductor.codegen.common.register_backend_for_device)",
+                ),
+            ),
+        )
+    if not headers.names:
+        return Check(name, title, "pass", f"none ({headers.origin} names none)")
+    from torch._inductor.cpp_builder import get_cpp_compiler
+
+    compiler = get_cpp_compiler()
+    include_dirs = _compile_include_dirs(context)
+    found = {header: locate(header, include_dirs, compiler) for header in headers.names}
+    missing = [header for header, path in found.items() if path is None]
+    if missing:
+        searched = (
+            *(f"-I {directory}" for directory in include_dirs),
+            *(f"{compiler}'s own: {d}" for d in system_include_dirs(compiler)),
+        )
+        sdk_dirs = [d for d in context.options.include_dirs if not _is_torch_dir(d)]
+        problems = tuple(
+            Problem(
+                f"Inductor's generated code will `#include <{header}>` ({headers.origin}), "
+                f"and none of the {len(searched)} include dirs has it",
+                f"ship {header} in the device SDK, in an include dir the provider adds "
+                f"(e.g. {os.path.join(sdk_dirs[0], header) if sdk_dirs else header}), or add "
+                f"the dir that holds it to the include_dirs of {context.source.description}"
+                + ("; for Ascend: install torch_npu" if context.device_type == "npu" else ""),
+                searched,
+            )
+            for header in missing
+        )
+        return Check(
+            name, title, "fail", f"{len(missing)} of {len(headers.names)} not found", problems
+        )
+    source = context.work / "inductor_device_headers.cpp"
+    source.write_text(
+        "// Written by `inductor-device-options`: what Inductor's generated code includes\n"
+        f"// for {context.device_type} ({headers.origin}).\n{headers.text}"
+    )
+    _, output = _run_probe_command(context, source, ["-M", "-MF", os.devnull], progress)
+    where = _where_found(found)
+    if output is not None:
+        lines = [line.rstrip() for line in output.splitlines() if line.strip()]
+        relevant = [line for line in lines if _RELEVANT.search(line)] or lines[-6:]
+        return Check(
+            name,
+            title,
+            "fail",
+            f"{compiler} cannot include them",
+            (
+                Problem(
+                    f"{compiler}'s preprocessor could not include what Inductor's generated code "
+                    f"includes ({headers.origin}: {where}) with the device's options",
+                    context.fix_sdk,
+                    tuple(_shorten(line) for line in relevant[:6]),
+                ),
+            ),
+        )
+    return Check(name, title, "pass", f"{where} ({headers.origin}); preprocessed with the options")
+
+
+def _where_found(found: dict[str, str | None]) -> str:
+    """``a.h in /dir``, or for many headers the last (the device's own) and the dirs."""
+    dirs = {header: _include_dir(str(path), header) for header, path in found.items()}
+    if len(dirs) <= 2:
+        return "; ".join(f"{header} in {directory}" for header, directory in dirs.items())
+    *others, last = dirs
+    counts: dict[str, int] = {}
+    for directory in dirs.values():
+        counts[directory] = counts.get(directory, 0) + 1
+    return f"{last} and {len(others)} more, in " + ", ".join(
+        f"{directory} ({count})" for directory, count in counts.items()
+    )
+
+
+def _include_dir(path: str, header: str) -> str:
+    """The include dir in which ``header`` was found at ``path``."""
+    suffix = os.sep + header
+    return path[: -len(suffix)] if path.endswith(suffix) else os.path.dirname(path)
+
+
+def _declaring_object(context: _Context) -> tuple[object | None, str]:
+    """What serves the device's options (a provider callback or a DeviceInterface), which
+    may declare the headers Inductor includes for it, and its description."""
+    description = context.source.description
+    if context.source.source in ("registration", "entry point"):
+        provider = _registry.find_provider(context.device_type)
+        return (provider.callback if provider is not None else None), description
+    if context.source.source == "device interface":
+        return served_interface(context.device_type), description
+    return None, description
+
+
+def _is_torch_dir(path: str) -> bool:
+    real = os.path.realpath(path)
+    return _inside_torch(real) or real == os.path.realpath(sysconfig.get_paths()["include"])
+
+
+def _check_shadowed_headers(context: _Context) -> Check:
+    name, title = "shadowed_headers", CHECKS["shadowed_headers"]
+    if context.options is None or context.raw is not None:
+        return _skipped(name, title, context)
+    include_dirs = _compile_include_dirs(context)
+    own = [directory for directory in include_dirs if _is_torch_dir(directory)]
+    shadowed = shadowed_headers(include_dirs, own)
+    if not shadowed:
+        return Check(
+            name,
+            title,
+            "pass",
+            f"no header is in two of the {len(include_dirs)} include dirs with other contents",
+        )
+    fix = (
+        "remove the stale copy, or order the include dirs so that the right one comes first "
+        f"({context.source.description})"
+    )
+    problems = [
+        Problem(
+            f"{header.name} is in {len(header.copies)} include dirs, with different "
+            "contents: g++ uses the first (-I order)",
+            fix,
+            tuple(
+                f"{copy} ({'used' if index == 0 else 'same as used' if same else 'differs'})"
+                for index, (copy, same) in enumerate(
+                    zip(header.copies, header.same_as_used, strict=True)
+                )
+            ),
+        )
+        for header in shadowed[:MAX_SHADOWED_SHOWN]
+    ]
+    if len(shadowed) > MAX_SHADOWED_SHOWN:
+        rest = [header.name for header in shadowed[MAX_SHADOWED_SHOWN:]]
+        problems.append(Problem(f"and {len(rest)} more: {', '.join(rest)}", fix))
+    return Check(
+        name,
+        title,
+        "warn",
+        f"{_plural(len(shadowed), 'header')} in more than one include dir, with other contents",
+        tuple(problems),
+    )
+
+
+MAX_SHADOWED_SHOWN = 20
+
+
+# --- building and loading a probe -------------------------------------------------------------
+
+
+def _run_probe_command(
+    context: _Context,
+    source: Path,
+    extra: Sequence[str],
+    progress: Callable[[str], Callable[[], None]] | None,
+    compile_only: bool = True,
+) -> tuple[Path, str | None]:
+    """Run the command ``CppBuilder`` renders for ``source`` (to an object, or linked when
+    not ``compile_only``) with ``extra`` arguments after the compiler's name: the file it
+    builds, and None when it succeeds, else its output."""
+    from torch._inductor.cpp_builder import get_cpp_compiler
+
+    compiler = get_cpp_compiler()
+    output_dir = context.work / source.stem
+    builder = probe_builder(context.device_type, context.aot_mode, compile_only, source, output_dir)
+    command = builder.get_command_line()
+    target = Path(builder.get_target_file_path())
+    if command.startswith(compiler + " "):
+        command = f"{compiler} {shlex.join(extra)}{command[len(compiler) :]}"
+    else:  # a compiler spelled otherwise: the extra arguments last
+        command = f"{command} {shlex.join(extra)}"
+    output_dir.mkdir(parents=True, exist_ok=True)
+    done = progress(f"running {compiler} on {source.name} ...") if progress else None
+    try:
+        ran = run_tool(shlex.split(command), cwd=output_dir, timeout=600)  # as CppBuilder does
+    finally:
+        if done is not None:
+            done()
+    return target, None if ran.ok else ran.stdout + ran.stderr
 
 
 def _check_probe_build(
-    context: _Context,
-    work: Path,
-    progress: Callable[[str], Callable[[], None]] | None,
-    earlier: Sequence[Check],
+    context: _Context, progress: Callable[[str], Callable[[], None]] | None
 ) -> Check:
-    title = "probe compiles and links"
+    title = CHECKS["probe_build"]
     if context.options is None or context.raw is not None:
         return _skipped("probe_build", title, context)
     from torch._inductor.cpp_builder import get_cpp_compiler
     from torch._inductor.exc import CppCompileError
 
     compiler = get_cpp_compiler()
-    source = work / f"{PROBE_NAME}.cpp"
+    source = context.work / f"{PROBE_NAME}.cpp"
     done = progress(f"building a probe with {compiler} ...") if progress else None
     started = time.perf_counter()
     try:
-        builder = probe_builder(context.device_type, context.aot_mode, False, source, work)
+        builder = probe_builder(context.device_type, context.aot_mode, False, source, context.work)
         builder.build()
     except CppCompileError as error:
         # torch 2.6's CppCompileError keeps the compiler's output only in its message.
         output = getattr(error, "output", None) or str(error).partition("Output:")[2]
-        return _probe_failed(context, compiler, output, earlier)
+        return _probe_failed(context, compiler, output)
     except KeyboardInterrupt:
         raise
     except BaseException as error:
-        return _probe_failed(context, compiler, f"{type(error).__name__}: {error}", earlier)
+        return _probe_failed(context, compiler, f"{type(error).__name__}: {error}")
     finally:
         if done is not None:
             done()
@@ -578,12 +1050,18 @@ def _check_probe_build(
 _RELEVANT = re.compile(
     r"error|fatal|cannot find|undefined reference|no such file|not found", re.IGNORECASE
 )
+# The checks whose failure makes the probe's build fail.
+_BUILD_CHECKS = ("flags", "include_dirs", "libraries")
 
 
-def _probe_failed(context: _Context, compiler: str, output: str, earlier: Sequence[Check]) -> Check:
+def _probe_failed(context: _Context, compiler: str, output: str) -> Check:
     lines = [line.rstrip() for line in output.splitlines() if line.strip()]
     relevant = [line for line in lines if _RELEVANT.search(line)] or lines[-6:]
-    failed_before = [check.title for check in earlier if check.status == "fail"]
+    failed_before = [
+        check.title
+        for check in context.checks
+        if check.status == "fail" and check.name in _BUILD_CHECKS
+    ]
     fix = (
         f"fix what the checks above report ({', '.join(failed_before)})"
         if failed_before
@@ -592,7 +1070,7 @@ def _probe_failed(context: _Context, compiler: str, output: str, earlier: Sequen
     )
     return Check(
         "probe_build",
-        "probe compiles and links",
+        CHECKS["probe_build"],
         "fail",
         f"{compiler} failed",
         (
@@ -603,6 +1081,108 @@ def _probe_failed(context: _Context, compiler: str, output: str, earlier: Sequen
             ),
         ),
     )
+
+
+def _check_probe_load(
+    context: _Context, progress: Callable[[str], Callable[[], None]] | None
+) -> Check:
+    """The probe, linked so that it needs every library, loaded in a fresh Python that
+    has imported torch, with the user's environment: where Inductor loads a module."""
+    name, title = "probe_load", CHECKS["probe_load"]
+    if context.options is None or context.raw is not None:
+        return _skipped(name, title, context)
+    if not context.passed("probe_build"):
+        return Check(name, title, "skip", "skipped: the probe does not build")
+    source = context.work / f"{PROBE_NAME}_loaded.cpp"
+    shutil.copyfile(context.work / f"{PROBE_NAME}.cpp", source)
+    built, output = _run_probe_command(
+        context, source, [NO_AS_NEEDED], progress, compile_only=False
+    )
+    if output is not None:
+        from torch._inductor.cpp_builder import get_cpp_compiler
+
+        failed = _probe_failed(context, get_cpp_compiler(), output)
+        return dataclasses.replace(failed, name=name, title=title)
+    assert context.loader is not None
+    done = progress("loading the probe in a fresh python ...") if progress else None
+    try:
+        result = context.loader.load(str(built))
+    finally:
+        if done is not None:
+            done()
+    dirs, libraries = _link_inputs(context.options)
+    if result.error is None:
+        return Check(name, title, "pass", _loaded_summary(libraries, dirs, result.loaded))
+    missing = missing_library(result.error)
+    details = tuple(_shorten(line) for line in resolution(str(built), result.loaded))
+    if missing is None:
+        return Check(
+            name,
+            title,
+            "fail",
+            "the loader refused it",
+            (
+                Problem(
+                    f"loading a module built with the device's options fails: {result.error}",
+                    context.fix_sdk,
+                    details,
+                ),
+            ),
+        )
+    return Check(
+        name,
+        title,
+        "fail",
+        f"{missing} is not found at run time",
+        (
+            Problem(
+                f"a fresh python that imported torch cannot load a module built with the "
+                f"device's options: the loader finds no {missing} ({result.error})",
+                _runtime_fix(context, missing, dirs),
+                details,
+            ),
+        ),
+    )
+
+
+def _loaded_summary(libraries: Sequence[str], dirs: Sequence[str], loaded: Sequence[str]) -> str:
+    """Where each of the device's shared libraries was loaded from."""
+    mapped = set(loaded)
+    by_name = {os.path.basename(path): path for path in loaded}
+    parts = []
+    for library in libraries:
+        linked = _find_library(library, dirs)
+        if linked is None or not linked.endswith(".so"):
+            continue
+        real = os.path.realpath(linked)
+        if real in mapped:
+            parts.append(f"{os.path.basename(linked)} ({real})")
+        elif os.path.basename(real) in by_name:
+            other = by_name[os.path.basename(real)]
+            parts.append(f"{os.path.basename(linked)} ({other}, not {real}, which it linked)")
+    shown = "; ".join(parts) if parts else "no library of the device's own"
+    return f"in a fresh python that imported torch: {shown}"
+
+
+def _runtime_fix(context: _Context, missing: str, dirs: Sequence[str]) -> str:
+    """The ways to let the loader find ``missing``: a runpath, LD_LIBRARY_PATH, CANN's
+    environment script."""
+    holding = next((d for d in dirs if os.path.isfile(os.path.join(d, missing))), None)
+    if holding is None:
+        fix = (
+            f"install {missing}, or put the dir that holds it on LD_LIBRARY_PATH or in the "
+            "runpath of the library that needs it"
+        )
+    else:
+        real = os.path.realpath(holding)
+        fix = (
+            f"give modules a runpath to {real}: in the provider ({context.source.description}), "
+            f"options.ldflags.append(inductor_device_options.runpath({real!r})); "
+            f"or run the model with {shlex.quote(real)} first on LD_LIBRARY_PATH"
+        )
+    if context.device_type == "npu":
+        fix += "; for Ascend: source CANN's set_env.sh, which sets LD_LIBRARY_PATH"
+    return fix
 
 
 def _skipped(name: str, title: str, context: _Context) -> Check:

@@ -42,6 +42,10 @@ one installed under a path g++ cannot be given as one argument (a space in a
 library dir, a quote, a newline: as the running torch renders each field)
 raises :class:`CannPathError` saying which and what to do.
 
+What Inductor's generated code includes for ``npu`` (torch_npu's ``CppWrapperNpu``,
+which cannot be imported without the device runtime) is declared for ``doctor``:
+``cpp_device_options.inductor_headers`` is :func:`inductor_headers`.
+
 Importing this module does not import ``torch._inductor`` (nor torch).
 """
 
@@ -69,6 +73,7 @@ from ._cann import (
     TorchNpuNotFoundError,
 )
 from ._hook import default_cpp_device_options, hook_state
+from ._inductor_headers import HEADERS_ATTRIBUTE
 from ._options import CppDeviceOptions
 from ._registry import register_cpp_device_options, unregister_cpp_device_options
 
@@ -92,6 +97,7 @@ __all__ = [
     "cpp_device_options",
     "find_cann",
     "find_torch_npu",
+    "inductor_headers",
     "npu_cpp_device_options",
     "patch_get_cpp_torch_device_options",
     "register",
@@ -122,6 +128,24 @@ DEFAULT_CANN_ROOTS: tuple[str, ...] = _cann.DEFAULT_CANN_ROOTS
 NPU_DEFINITIONS: tuple[str, ...] = ("USE_NPU",)
 #: torch_npu passes these raw (``-D`` with ``=`` does not fit ``definitions``).
 NPU_PASSTHROUGH_ARGS: tuple[str, ...] = ("-DBUILD_LIBTORCH=ON", "-Wno-unused-function")
+
+#: What torch_npu 2.14.0's C++ wrapper for npu (``CppWrapperNpu`` in
+#: ``torch_npu/_inductor/codegen/cpp_wrapper_npu.py``) includes before the device header,
+#: in both modes: ``write_header``'s AOTI runtime headers, then ``add_device_include``'s
+#: AscendCL, runtime and torch_npu headers. ``{device}`` is the device type.
+NPU_WRAPPER_HEADERS: tuple[str, ...] = (
+    "torch_npu/csrc/inductor/aoti_runtime/model.h",
+    "torch_npu/csrc/inductor/aoti_runtime/device_utils.h",
+    "torch_npu/csrc/inductor/aoti_runtime/utils_npu.h",
+    "torch_npu/csrc/inductor/aoti_torch/generated/c_shim_{device}.h",
+    "fstream",
+    "acl/acl.h",
+    "acl/acl_rt.h",
+    "runtime/runtime/rt.h",
+    "torch_npu/csrc/core/npu/NPUStream.h",
+    "torch_npu/csrc/core/npu/NPUWorkspaceAllocator.h",
+    "torch_npu/csrc/framework/OpCommand.h",
+)
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -361,6 +385,23 @@ def cpp_device_options(
 
 
 _merged_cache: dict[tuple[tuple[tuple[str, ...], ...], ...], CppDeviceOptions] = {}
+
+
+def inductor_headers(device_type: str = DEVICE_TYPE, aot_mode: bool = False) -> list[str]:
+    """The headers torch_npu 2.14.0's C++ wrapper includes for ``device_type``, in order:
+    :data:`NPU_WRAPPER_HEADERS`, then its device header
+    (``get_device_include_path_jit`` / ``_aot``): ``torch_npu/csrc/inductor/cpp_wrapper/
+    <device>.h``, with AOTInductor ``.../aoti_include/<device>.h`` (in torch_npu's
+    ``include`` dir, the first of the include dirs)."""
+    kind = "aoti_include" if aot_mode else "cpp_wrapper"
+    return [
+        *(header.format(device=device_type) for header in NPU_WRAPPER_HEADERS),
+        f"torch_npu/csrc/inductor/{kind}/{device_type}.h",
+    ]
+
+
+# How doctor learns what Inductor's generated code includes for npu (_inductor_headers).
+setattr(cpp_device_options, HEADERS_ATTRIBUTE, inductor_headers)
 
 
 def _merged(field: str, default: Sequence[str], extra: Sequence[str]) -> list[str]:

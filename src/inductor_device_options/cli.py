@@ -6,6 +6,7 @@ Usage (also ``python -m inductor_device_options``)::
     inductor-device-options show DEVICE [--aot] [--compile-only]
                                         [--provider MODULE:CALLABLE] [--json]
     inductor-device-options doctor DEVICE [--aot] [--provider MODULE:CALLABLE] [--json]
+    inductor-device-options doctor --all [--aot] [--provider DEVICE=MODULE:CALLABLE ...] [--json]
     inductor-device-options demo [--cache-dir DIR] [--ranks N]
 
 ``list``
@@ -20,38 +21,86 @@ Usage (also ``python -m inductor_device_options``)::
     The lists shown are those of ``--compile-only`` (default: the linking call). Paths in
     the commands are in a temporary directory that is removed afterwards.
 ``doctor``
-    One line per check, ``PASS``/``FAIL``/``SKIP``, and for each failure its cause and its
-    fix: ``hook`` (the options reach Inductor), ``options`` (the provider computes them, for
-    compiling and for linking), ``flags`` (every value is well formed), ``include_dirs``
-    (each exists), ``libraries`` (each ``-l`` resolves in the library dirs or the system
-    linker path), ``probe_build`` (``CppBuilder`` compiles and links a small shared object
-    with the options). ``TORCHINDUCTOR_CACHE_DIR`` points into a temporary directory when
-    unset.
+    One line per check, ``PASS``/``WARN``/``FAIL``/``SKIP``, and for each failure or
+    warning its cause and its fix (a warning does not fail doctor):
+
+    - ``hook``: the options reach Inductor (its real function is asked);
+    - ``options``: they are computed, for compiling and for linking; an error the package
+      raises itself is reported as an internal error of inductor-device-options, never as
+      the provider's;
+    - ``flags``: every value is well formed; ``include_dirs``: each exists;
+    - ``headers``: the headers Inductor's generated code includes for DEVICE are in the
+      include dirs and preprocess with the compile command Inductor runs (``-M``: every
+      nested ``#include`` and ``#error``, not a full compile). Which headers: what the
+      device's wrapper codegen class registered in this process names, else what its
+      provider declares (a callable attribute ``inductor_headers(device_type, aot_mode)``
+      of the provider callback or DeviceInterface, returning header names as written
+      between ``<>``; the Ascend provider declares torch_npu's), else torch's default
+      (``torch/csrc/inductor/cpp_wrapper/<device>.h``, with ``--aot``
+      ``.../aoti_include/<device>.h``; torch 2.6: ``.../aoti_torch/generated/c_shim_<device>.h``);
+    - ``shadowed_headers``: WARN for a header that two or more include dirs provide with
+      different contents (every copy, the first in ``-I`` order is the one used), where
+      one of them is not torch's own;
+    - ``libraries``: each ``-l`` resolves in the library dirs or the system linker path;
+    - ``probe_build``: ``CppBuilder`` compiles and links a small shared object;
+    - ``probe_load``: that probe, linked so that it needs every library
+      (``-Wl,--no-as-needed``), loads in a fresh Python that has imported torch, with this
+      environment; a failure names the library, shows how each one resolved (``ldd``)
+      and the fix (a runpath, ``LD_LIBRARY_PATH``, CANN's ``set_env.sh``).
+
+    ``TORCHINDUCTOR_CACHE_DIR`` points into a temporary directory when unset.
+``doctor --all``
+    doctor for every device this process knows except torch's own (cpu, cuda, xpu, mps):
+    declared (entry points), device interfaces that define ``get_cpp_device_options``,
+    and those given with ``--provider DEVICE=MODULE:CALLABLE`` (repeatable); one line
+    each. The bundled Ascend provider's ``npu`` is skipped where torch_npu is not
+    installed (``doctor npu`` checks it anyway).
 
 A new process does not see registrations made in a program: it sees declared providers
 (the ``inductor_device_options`` entry point group). ``--provider module:callable``
 registers an undeclared callback for DEVICE first (the current directory is importable).
+One that cannot be loaded (its module raises at import, ``SystemExit`` included, or lacks
+the callable) is a failed check, exit code 1: ``show`` says why on stderr, ``doctor``
+fails its first check, ``provider``, naming the module, the exception and where it was
+raised, and the others are skipped.
 
 Colour is used only when stdout is a terminal and ``NO_COLOR`` is unset.
 
-Exit codes: 0 success (every check passed); 1 the options could not be computed or a
-check failed (a provider that raises ``SystemExit``, even ``SystemExit(0)``, included), or
-the output could not be written (the reader of a pipe went away: the command stops
-quietly); 2 usage error (bad arguments, a ``--provider`` that cannot be loaded or
-registered); 3 unknown device (nothing provides options for it and torch has none of its
+Paths that are not UTF-8 (legal on Linux: ``os.fsdecode`` turns each byte that is not
+UTF-8 into a lone surrogate, U+DC80 to U+DCFF) are written with each such byte as
+``\\udcXX`` (byte ``0xff`` as ``\\udcff``), in text and in JSON alike: in JSON that is
+the json module's escape of a lone surrogate, so ``os.fsencode(json.loads(...))`` gives
+back the original bytes.
+
+Exit codes: 0 success (every check passed; warnings allowed); 1 the options could not be
+computed, a ``--provider`` could not be loaded or a check failed (a provider that raises
+``SystemExit``, even ``SystemExit(0)``, included), or the output could not be written (the
+reader of a pipe went away: the command stops quietly); 2 usage error (bad arguments, a
+``--provider`` that is not of the form ``MODULE:CALLABLE`` or cannot be registered for
+DEVICE); 3 unknown device (nothing provides options for it and torch has none of its
 own: declare a provider). With stdout closed the command runs and only its exit code tells.
 
 Entry points of the group whose name is not a device name (or is one of torch's own
-devices) are ignored: ``list`` shows them, ``show`` and ``doctor`` note them on stderr.
+devices) are ignored: ``list`` shows them, ``show`` and ``doctor`` note them (on stderr;
+with ``--json`` in ``notes``).
 
-JSON (``--json``): one object on stdout. ``schema`` names the command and the version of
-its layout; keys are only ever added within a version. Every document has
-``schema`` (str), ``version`` (str, this package) and ``torch_version`` (str). Shared shapes::
+JSON (``--json``): one object on stdout, nothing on stderr (what would have gone there,
+warnings of torch or of a provider included, is in ``notes``). ``schema`` names the
+command and the version of its layout; keys are only ever added within a version. Every
+document has ``schema`` (str), ``version`` (str, this package) and ``torch_version`` (str);
+``list``, ``show``, ``doctor`` and ``doctor-all`` have ``notes`` ([str]). Shared shapes::
 
     Source  = {"device_type": str,
                "source": "registration" | "entry point" | "device interface" | "torch",
                "description": str}
     Error   = {"type": str, "message": str, "provider": str | null}
+    Check   = {"name": "provider" | "hook" | "options" | "flags" | "include_dirs"
+                       | "headers" | "shadowed_headers" | "libraries" | "probe_build"
+                       | "probe_load",
+               "title": str, "status": "pass" | "warn" | "fail" | "skip", "summary": str,
+               "problems": [{"cause": str, "fix": str, "details": [str]}]}
+               # problems: empty unless "fail" or "warn"; "provider" only when a
+               # --provider could not be loaded (then first, and every other check "skip")
 
 ``inductor-device-options/list/v1``::
 
@@ -72,19 +121,26 @@ its layout; keys are only ever added within a version. Every document has
                  "passthrough_args": [str]} | null,     # null when "error" is set
      "commands": {"compiler": str, "compile": str, "link": str | null} | null,
      "error": Error | null}    # "UnknownDeviceError": exit code 3; any other: the
-                               # provider failed (e.g. "CannNotFoundError"), exit code 1
+                               # provider failed (e.g. "CannNotFoundError") or could not
+                               # be loaded ("ProviderLoadError"), exit code 1
 
 ``inductor-device-options/doctor/v1``::
 
     {"device_type": str, "aot_mode": bool, "source": Source,
      "ok": bool, "exit_code": 0 | 1 | 3,
-     "checks": [{"name": "hook" | "options" | "flags" | "include_dirs" | "libraries"
-                         | "probe_build",
-                 "title": str, "status": "pass" | "fail" | "skip", "summary": str,
-                 "problems": [{"cause": str, "fix": str, "details": [str]}]}],
+     "checks": [Check, ...],
      "error": Error | null}          # set (and "checks" empty) for an unknown device
 
-``details`` holds the first relevant compiler output lines of a failed probe build.
+``details`` holds the first relevant compiler output lines of a failed build, the include
+dirs searched for a missing header, every copy of a shadowed header, or how each library
+of a probe that does not load resolved.
+
+``inductor-device-options/doctor-all/v1``::
+
+    {"aot_mode": bool, "ok": bool, "exit_code": 0 | 1,
+     "devices": [{"device_type": str, "source": Source,
+                  "status": "pass" | "warn" | "fail" | "skip",  # skip: "skipped" says why
+                  "skipped": str | null, "checks": [Check, ...]}, ...]}  # by device_type
 
 ``inductor-device-options/error/v1`` (a usage error with ``--json``, exit code 2; the
 usage message also goes to stderr)::
@@ -98,19 +154,21 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import io
 import itertools
 import json
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import NoReturn, TextIO
 
 from . import __version__, _doctor, _registry
-from ._doctor import Check, UnknownDeviceError
-from ._errors import CppDeviceOptionsError
+from ._doctor import Check, ProviderSpec, UnknownDeviceError
+from ._errors import CppDeviceOptionsError, ProviderLoadError, raised_by_provider
 from ._hook import (
     DeviceOptionsSource,
     device_options_source,
@@ -118,6 +176,7 @@ from ._hook import (
     hook_state,
     known_device_options_sources,
 )
+from ._module_load import FreshPython
 from ._options import FIELDS
 
 Document = dict[str, object]
@@ -129,6 +188,8 @@ EXIT_USAGE = 2
 EXIT_UNKNOWN_DEVICE = 3
 
 PROG = "inductor-device-options"
+# The documents that carry "notes" (what would have gone to stderr).
+_WITH_NOTES = ("list", "show", "doctor", "doctor-all")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -137,10 +198,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     _json_requested = "--json" in arguments
     if sys.stdout is None:  # started with stdout closed: the output goes nowhere
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (for the life of the process)
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:  # a path that is not UTF-8 is written \udcXX
+            reconfigure(errors="backslashreplace")
     try:
         args = _parser().parse_args(arguments)
+        check_arguments: Callable[[argparse.Namespace], None] | None = getattr(
+            args, "check_arguments", None
+        )
+        if check_arguments is not None:
+            check_arguments(args)
         command: Callable[[argparse.Namespace], int] = args.command
-        exit_code = command(args)
+        with _only_the_document() if getattr(args, "json", False) else _nothing():
+            exit_code = command(args)
         sys.stdout.flush()
     except BrokenPipeError:
         # The reader went away (`list | head -1`): stop quietly. What is still buffered,
@@ -153,6 +224,36 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 _json_requested = False
+# With --json: where the document goes, and what would have gone to stderr meanwhile.
+_document_stream: TextIO | None = None
+_captured: io.StringIO | None = None
+
+
+@contextmanager
+def _only_the_document() -> Iterator[None]:
+    """stdout and stderr into a buffer (torch's warnings, a provider's prints), the JSON
+    document alone to stdout; what the buffer holds goes to the document's notes, or to
+    stderr if the command ends with an exception (a usage error, a crash)."""
+    global _document_stream, _captured
+    real_out, real_err = sys.stdout, sys.stderr
+    captured = io.StringIO()
+    _document_stream, _captured = real_out, captured
+    sys.stdout = sys.stderr = captured
+    try:
+        yield
+    except BrokenPipeError:
+        raise  # the reader went away: nothing more to say
+    except BaseException:
+        real_err.write(captured.getvalue())
+        raise
+    finally:
+        sys.stdout, sys.stderr = real_out, real_err
+        _document_stream = _captured = None
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
 
 
 class _Parser(argparse.ArgumentParser):
@@ -189,7 +290,7 @@ def _parser() -> argparse.ArgumentParser:
     show = commands.add_parser(
         "show", help="a device's options and the compile and link commands Inductor runs"
     )
-    _add_device(show)
+    _add_device(show, required=True)
     show.add_argument(
         "--compile-only",
         action="store_true",
@@ -197,19 +298,28 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_json(show)
     show.set_defaults(
-        command=_device_command("show", _show, options=None, commands=None), parser=show
+        command=_device_command("show", _show, options=None, commands=None),
+        parser=show,
+        all=False,
+        check_arguments=_check_device_arguments,
     )
 
     doctor = commands.add_parser(
-        "doctor", help="check a device's options: dirs, libraries and a real probe build"
+        "doctor",
+        help="check a device's options: dirs, headers, libraries, a real probe build and load",
     )
-    _add_device(doctor)
+    _add_device(doctor, required=False)
+    doctor.add_argument(
+        "--all",
+        action="store_true",
+        help="check every device this process knows (not torch's own); with --provider "
+        "DEVICE=MODULE:CALLABLE, as often as needed",
+    )
     _add_json(doctor)
     doctor.set_defaults(
-        command=_device_command(
-            "doctor", _doctor_command, ok=False, exit_code=EXIT_UNKNOWN_DEVICE, checks=[]
-        ),
+        command=_doctor_entry,
         parser=doctor,
+        check_arguments=_check_device_arguments,
     )
 
     demo = commands.add_parser(
@@ -229,13 +339,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_device(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("device", metavar="DEVICE", type=_device_arg, help="e.g. npu or npu:0")
+def _add_device(parser: argparse.ArgumentParser, required: bool) -> None:
+    parser.add_argument(
+        "device",
+        metavar="DEVICE",
+        type=_device_arg,
+        nargs=None if required else "?",
+        help="e.g. npu or npu:0",
+    )
     parser.add_argument("--aot", action="store_true", help="AOTInductor (aot_mode=True)")
     parser.add_argument(
         "--provider",
         metavar="MODULE:CALLABLE",
         type=_provider_arg,
+        action="append",
+        default=[],
         help="register this callback for DEVICE first (one that is not declared)",
     )
 
@@ -251,11 +369,38 @@ def _device_arg(value: str) -> str:
         raise argparse.ArgumentTypeError(str(error)) from error
 
 
-def _provider_arg(spec: str) -> _registry.CppDeviceOptionsCallback:
+def _provider_arg(text: str) -> ProviderSpec:
+    """Only the form is checked here: loading the module is a check of its own."""
     try:
-        return _doctor.load_provider(spec)
+        return _doctor.parse_provider_spec(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from error
+
+
+def _check_device_arguments(args: argparse.Namespace) -> None:
+    """DEVICE or --all; --provider once for DEVICE (its DEVICE= prefix, if any, the same),
+    with --all any number of DEVICE=MODULE:CALLABLE."""
+    parser: argparse.ArgumentParser = args.parser
+    specs: list[ProviderSpec] = args.provider
+    if args.all:
+        if args.device is not None:
+            parser.error("give DEVICE or --all, not both")
+        for spec in specs:
+            if spec.device_type is None:
+                parser.error(
+                    f"argument --provider: with --all, give DEVICE={spec} (the device it serves)"
+                )
+        return
+    if args.device is None:
+        parser.error("the following arguments are required: DEVICE (or --all)")
+    if len(specs) > 1:
+        parser.error("argument --provider: give it once for DEVICE (or use --all)")
+    for spec in specs:
+        if spec.device_type not in (None, args.device):
+            parser.error(
+                f"argument --provider: {spec.device_type}={spec} is for device "
+                f"{spec.device_type!r}, not {args.device!r}"
+            )
 
 
 # --- list -----------------------------------------------------------------------------------
@@ -310,7 +455,8 @@ def _declaration_json(declaration: _registry.InvalidDeclaration) -> Document:
 
 
 def _note_invalid_declarations(command: str) -> None:
-    """On stderr: the device at hand is not concerned, but the user should know."""
+    """On stderr (with --json: in the notes): the device at hand is not concerned, but the
+    user should know."""
     for declaration in _registry.invalid_declarations():
         print(f"{PROG} {command}: note: ignored {declaration.describe()}", file=sys.stderr)
 
@@ -353,6 +499,15 @@ def _show(
 # --- doctor ---------------------------------------------------------------------------------
 
 
+def _doctor_entry(args: argparse.Namespace) -> int:
+    if args.all:
+        return _doctor_all(args)
+    command = _device_command(
+        "doctor", _doctor_command, ok=False, exit_code=EXIT_UNKNOWN_DEVICE, checks=[]
+    )
+    return command(args)
+
+
 def _doctor_command(
     args: argparse.Namespace, work: Path, source: DeviceOptionsSource, document: Document
 ) -> int:
@@ -361,14 +516,22 @@ def _doctor_command(
     if text:
         print(_header(style, f"doctor {args.device}", _modes(args)))
         print(f"options from {source.source}: {source.description}\n")
-    checks = _doctor.run_doctor(
-        args.device,
-        args.aot,
-        source,
-        work,
-        on_check=functools.partial(_print_check, style) if text else _ignore,
-        progress=_spinner if text and sys.stdout.isatty() else None,
-    )
+    on_check = functools.partial(_print_check, style) if text else _ignore
+    load_error: ProviderLoadError | None = args.load_error
+    if load_error is not None:
+        checks = _doctor.provider_load_failed(load_error)
+        for check in checks:
+            on_check(check)
+    else:
+        checks = _doctor.run_doctor(
+            args.device,
+            args.aot,
+            source,
+            work,
+            on_check=on_check,
+            progress=_spinner if text and sys.stdout.isatty() else None,
+            loader=args.loader,
+        )
     failed = [check for check in checks if check.status == "fail"]
     exit_code = EXIT_FAILED if failed else EXIT_OK
     if args.json:
@@ -378,20 +541,35 @@ def _doctor_command(
             checks=[dataclasses.asdict(check) for check in checks],
         )
         _print_json("doctor", **document)
-    elif failed:
-        print("\n" + style.fail(f"{len(failed)} of {len(checks)} checks failed."))
     else:
-        print("\n" + style.ok(f"All {len(checks)} checks passed."))
+        print("\n" + _verdict(style, checks))
     return exit_code
+
+
+def _verdict(style: _Style, checks: Sequence[Check]) -> str:
+    failed = [check for check in checks if check.status == "fail"]
+    warned = [check for check in checks if check.status == "warn"]
+    if failed:
+        return style.fail(f"{len(failed)} of {len(checks)} checks failed.")
+    with_warnings = f", {len(warned)} with a warning" if warned else ""
+    return style.ok(f"All {len(checks)} checks passed{with_warnings}.")
 
 
 def _ignore(check: Check) -> None:
     pass
 
 
+def _label(style: _Style, status: str) -> str:
+    return {
+        "pass": style.ok("PASS"),
+        "warn": style.skip("WARN"),
+        "fail": style.fail("FAIL"),
+        "skip": style.skip("SKIP"),
+    }[status]
+
+
 def _print_check(style: _Style, check: Check) -> None:
-    label = {"pass": style.ok("PASS"), "fail": style.fail("FAIL"), "skip": style.skip("SKIP")}
-    print(f"{label[check.status]}  {check.title}: {check.summary}")
+    print(f"{_label(style, check.status)}  {check.title}: {check.summary}")
     for problem in check.problems:
         _print_indented("cause: ", problem.cause)
         _print_indented("fix:   ", problem.fix)
@@ -404,6 +582,118 @@ def _print_indented(label: str, text: str) -> None:
     print(f"      {label}{lines[0]}")
     for line in lines[1:]:
         print(f"      {' ' * len(label)}{line}")
+
+
+def _doctor_all(args: argparse.Namespace) -> int:
+    """doctor for each device this process knows, torch's own left out: one line each."""
+    style = _Style.for_stream(sys.stdout)
+    loaders = _Loaders()
+    with loaders, _doctor.probe_workspace() as work:
+        _import_inductor()
+        failed_loads = _register_providers(args, args.provider)
+        _note_invalid_declarations("doctor")
+        sources = {source.device_type: source for source in _doctor.all_devices()}
+        sources.update({device: source for device, (source, _) in failed_loads.items()})
+        if not args.json:
+            print(_header(style, "doctor --all", _modes(args)) + "\n")
+        width = max([len(device) for device in sources] or [0])
+        results = []
+        for index, (device, source) in enumerate(sorted(sources.items())):
+            more = index + 1 < len(sources)
+            result = _doctor_one(args, device, source, work, failed_loads, loaders, more)
+            results.append(result)
+            if not args.json:
+                print(_device_line(style, result, width))
+    failed = [str(result["device_type"]) for result in results if result["status"] == "fail"]
+    exit_code = EXIT_FAILED if failed else EXIT_OK
+    if args.json:
+        _print_json(
+            "doctor-all", aot_mode=args.aot, ok=not failed, exit_code=exit_code, devices=results
+        )
+    elif not results:
+        print("No device other than torch's own has C++ options in this process.")
+    elif failed:
+        print(
+            "\n"
+            + style.fail(f"{len(failed)} of {len(results)} devices failed: {', '.join(failed)}.")
+            + f" `{PROG} doctor DEVICE` shows why."
+        )
+    else:
+        print("\n" + style.ok(f"All {len(results)} devices passed."))
+    return exit_code
+
+
+def _doctor_one(
+    args: argparse.Namespace,
+    device: str,
+    source: DeviceOptionsSource,
+    work: Path,
+    failed_loads: dict[str, tuple[DeviceOptionsSource, ProviderLoadError]],
+    loaders: _Loaders,
+    more: bool,
+) -> Document:
+    skipped = None if device in failed_loads else _doctor.bundled_backend_missing(source)
+    checks: list[Check] = []
+    if device in failed_loads:
+        checks = _doctor.provider_load_failed(failed_loads[device][1])
+    elif skipped is None:
+        device_work = work / device
+        device_work.mkdir()
+        checks = _doctor.run_doctor(
+            device, args.aot, source, device_work, loader=loaders.next(more)
+        )
+    statuses = {check.status for check in checks}
+    status = next(
+        (status for status in ("fail", "warn") if status in statuses),
+        "skip" if skipped is not None else "pass",
+    )
+    return {
+        "device_type": device,
+        "source": source._asdict(),
+        "status": status,
+        "skipped": skipped,
+        "checks": [dataclasses.asdict(check) for check in checks],
+    }
+
+
+class _Loaders:
+    """The fresh Pythons of ``doctor --all``, one per device: each starts importing torch
+    while the device before it is checked."""
+
+    def __init__(self) -> None:
+        self._ready: FreshPython | None = FreshPython()
+
+    def next(self, more: bool) -> FreshPython:
+        """The next device's; with ``more`` devices after it, the one after starts."""
+        loader = self._ready or FreshPython()
+        self._ready = FreshPython() if more else None
+        return loader
+
+    def __enter__(self) -> _Loaders:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._ready is not None:
+            self._ready.close()
+            self._ready = None
+
+
+def _device_line(style: _Style, result: Document, width: int) -> str:
+    checks: list[Document] = result["checks"]  # type: ignore[assignment]
+    source: Document = result["source"]  # type: ignore[assignment]
+    status = str(result["status"])
+    failed = [str(check["title"]) for check in checks if check["status"] == "fail"]
+    warned = [str(check["title"]) for check in checks if check["status"] == "warn"]
+    if status == "skip":
+        summary = f"skipped: {result['skipped']}"
+    elif failed:
+        summary = f"{len(failed)} of {len(checks)} checks failed: {', '.join(failed)}"
+    else:
+        summary = f"all {len(checks)} checks passed"
+        if warned:
+            summary += f", with a warning: {', '.join(warned)}"
+    device = f"{result['device_type']:<{width}}"
+    return f"{_label(style, status)}  {device}  {source['source']}: {summary}"
 
 
 def _spinner(message: str) -> Callable[[], None]:
@@ -452,16 +742,26 @@ def _device_command(
 ) -> Callable[[argparse.Namespace], int]:
     """``command`` for DEVICE, in a probe workspace, given where the options come from and
     the JSON document to fill in (``placeholders`` stand until it does); an unknown device
-    stops here.
+    stops here, a ``--provider`` that cannot be loaded too (``show``) or is handed on as
+    ``args.load_error`` (``doctor``).
 
     The workspace is entered before Inductor is imported: importing it fixes
     ``TORCHINDUCTOR_CACHE_DIR`` (and creates that directory).
     """
 
     def run(args: argparse.Namespace) -> int:
+        # doctor's fresh Python imports torch while this process does.
+        with FreshPython() if name == "doctor" else _nothing() as args.loader:
+            return in_workspace(args)
+
+    def in_workspace(args: argparse.Namespace) -> int:
         with _doctor.probe_workspace() as work:
-            source, unknown = _prepare(args)
+            _import_inductor()
+            failed_loads = _register_providers(args, args.provider)
             _note_invalid_declarations(name)
+            failed = failed_loads.get(args.device)
+            source = failed[0] if failed else device_options_source(args.device)
+            args.load_error = failed[1] if failed else None
             document: Document = {
                 "device_type": args.device,
                 "aot_mode": args.aot,
@@ -470,6 +770,9 @@ def _device_command(
                 **placeholders,
                 "error": None,
             }
+            if failed is not None and name == "show":
+                return _fail(args, name, document, failed[1], EXIT_FAILED)
+            unknown = None if failed else _doctor.unknown_device(args.device, source)
             if unknown is not None:
                 return _fail(args, name, document, unknown, EXIT_UNKNOWN_DEVICE)
             return command(args, work, source, document)
@@ -482,16 +785,26 @@ def _import_inductor() -> None:
     import torch._inductor.cpp_builder  # noqa: F401
 
 
-def _prepare(args: argparse.Namespace) -> tuple[DeviceOptionsSource, UnknownDeviceError | None]:
-    """Install the hook, register ``--provider``, and find where the options come from."""
-    _import_inductor()
-    if args.provider is not None:
+def _register_providers(
+    args: argparse.Namespace, specs: Sequence[ProviderSpec]
+) -> dict[str, tuple[DeviceOptionsSource, ProviderLoadError]]:
+    """Load and register each ``--provider`` (for DEVICE, or the device it names); those
+    that cannot be loaded, by device, with the source they would have been. One that
+    cannot be registered for its device is a usage error."""
+    failed: dict[str, tuple[DeviceOptionsSource, ProviderLoadError]] = {}
+    for spec in specs:
+        device = spec.device_type or args.device
         try:
-            _registry.register_cpp_device_options(args.device, args.provider)
+            with redirect_stdout(sys.stderr):  # what the module prints is not the output
+                callback = _doctor.load_provider(spec, device)
+        except ProviderLoadError as error:
+            failed[device] = (DeviceOptionsSource(device, "registration", str(spec)), error)
+            continue
+        try:
+            _registry.register_cpp_device_options(device, callback)
         except CppDeviceOptionsError as error:
             args.parser.error(f"argument --provider: {error}")
-    source = device_options_source(args.device)
-    return source, _doctor.unknown_device(args.device, source)
+    return failed
 
 
 def _fail(
@@ -501,13 +814,14 @@ def _fail(
     error: BaseException,
     exit_code: int,
 ) -> int:
+    provider = getattr(error, "provider", None) or raised_by_provider(error)
     if args.json:
         if "exit_code" in document:
             document["exit_code"] = exit_code
         document["error"] = {
             "type": type(error).__name__,
             "message": str(error),
-            "provider": getattr(error, "provider", None),
+            "provider": provider,
         }
         _print_json(command, **document)
     else:
@@ -542,7 +856,10 @@ def _print_json(schema: str, **fields: object) -> None:
         "torch_version": torch.__version__,
         **fields,
     }
-    print(json.dumps(document, indent=2))
+    if schema in _WITH_NOTES:
+        document["notes"] = _captured.getvalue().splitlines() if _captured is not None else []
+    # ensure_ascii: a lone surrogate (a path byte that is not UTF-8) is written \udcXX.
+    print(json.dumps(document, indent=2, ensure_ascii=True), file=_document_stream or sys.stdout)
 
 
 class _Style:

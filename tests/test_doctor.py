@@ -1,0 +1,661 @@
+"""doctor checks what Inductor meets at build time and at run time: the headers its generated
+code includes, headers that shadow one another, and a real load of a built module.
+
+Each test writes a small SDK to disk: ``include/acme/acme.h``, ``lib/libacme_rt.so`` (built
+by gcc) and, where the SDK is complete, the headers Inductor's generated code includes for
+the device (``torch/csrc/inductor/{cpp_wrapper,aoti_include}/<device>.h``, torch 2.6's
+``aoti_torch/generated/c_shim_<device>.h``), which stop with ``#error`` unless the provider
+defines ``USE_ACME``. doctor runs for real: torch's ``CppBuilder`` and g++ build the
+probes, a fresh python loads them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+import released_torch_npu
+import torch
+from support import (
+    DOCTOR_CHECKS,
+    aoti_device_header,
+    cpp_wrapper_device_header,
+    shared_test_dir,
+)
+from test_coexistence import synthetic_cann as minimal_cann
+
+import inductor_device_options as ido
+from inductor_device_options import _doctor, _inductor_headers, _module_load, ascend
+from inductor_device_options._doctor import Check, run_doctor
+from inductor_device_options._registry import describe_callable
+
+pytestmark = pytest.mark.usefixtures("clean_registry")
+
+CHECK_NAMES = list(DOCTOR_CHECKS)
+INDUCTOR_HEADER = """\
+#pragma once
+// What Inductor's generated code includes for {device} ({kind}).
+#ifndef USE_ACME
+#error "USE_ACME is not defined: the acme C++ device options did not reach the compiler"
+#endif
+#include <acme/acme.h>
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
+"""
+
+
+class Sdk(NamedTuple):
+    root: Path
+    include: Path  # acme/acme.h
+    inductor_include: Path  # the headers Inductor includes for each device
+    lib: Path  # libacme_rt.so
+
+    def runpath(self) -> str:
+        """The runpath ldflag, as inductor_device_options.runpath() gives it."""
+        return f"Wl,-rpath,{os.path.realpath(self.lib)}"
+
+
+def torch_asks_the_wrapper_class() -> bool:
+    """Inductor asks the wrapper codegen class for the device's include (2.10 on); torch
+    2.6 writes ``c_shim_<device>.h`` itself."""
+    from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
+
+    return any(
+        hasattr(CppWrapperCpu, method)
+        for method in ("get_device_include_path_jit", "get_device_include_path")
+    )
+
+
+def inductor_headers_for(device: str) -> dict[str, str]:
+    """Every header an Inductor of 2.6 to 2.15 includes for ``device``, by kind."""
+    return {
+        "cpp_wrapper": f"torch/csrc/inductor/cpp_wrapper/{device}.h",
+        "aoti_include": f"torch/csrc/inductor/aoti_include/{device}.h",
+        "c_shim (torch 2.6)": f"torch/csrc/inductor/aoti_torch/generated/c_shim_{device}.h",
+    }
+
+
+def write_sdk(root: Path, devices: tuple[str, ...]) -> Sdk:
+    sdk = Sdk(root, root / "include", root / "inductor-include", root / "lib")
+    (sdk.include / "acme").mkdir(parents=True)
+    (sdk.include / "acme" / "acme.h").write_text(
+        '#pragma once\nextern "C" int acme_version(void);\n'
+    )
+    for device in devices:
+        for kind, header in inductor_headers_for(device).items():
+            path = sdk.inductor_include / header
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(INDUCTOR_HEADER.format(device=device, kind=kind))
+    sdk.lib.mkdir()
+    source = root / "acme_rt.c"
+    source.write_text("int acme_version(void) { return 1; }\n")
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", str(source), "-o", str(sdk.lib / "libacme_rt.so")], check=True
+    )
+    return sdk
+
+
+DEVICES = ("acme", "acmeaot", "acmeshadow", "acmedeclared")
+
+
+@pytest.fixture(scope="module")
+def sdk(tmp_path_factory: pytest.TempPathFactory) -> Sdk:
+    return write_sdk(tmp_path_factory.mktemp("acme-sdk"), DEVICES)
+
+
+Provider = Callable[[str, bool, bool], ido.CppDeviceOptions]
+
+
+def provider(
+    sdk: Sdk,
+    *,
+    inductor_headers: bool = True,
+    runpath: bool = False,
+    macro: bool = True,
+    include_dirs_first: tuple[Path, ...] = (),
+) -> Provider:
+    """The Quickstart's provider for the SDK: USE_ACME, its include dir, its lib dir and
+    acme_rt; with the dir of Inductor's headers, a runpath, stale include dirs first."""
+
+    def cpp_device_options(
+        device_type: str, aot_mode: bool, compile_only: bool
+    ) -> ido.CppDeviceOptions:
+        options = ido.default_cpp_device_options(device_type, aot_mode, compile_only)
+        if macro:
+            options.definitions.append("USE_ACME")
+        options.include_dirs.extend(str(path) for path in include_dirs_first)
+        options.include_dirs.append(str(sdk.include))
+        if inductor_headers:
+            options.include_dirs.append(str(sdk.inductor_include))
+        options.libraries_dirs.append(str(sdk.lib))
+        options.libraries.append("acme_rt")
+        if runpath:
+            options.ldflags.append(sdk.runpath())
+        return options
+
+    return cpp_device_options
+
+
+def doctor(device: str, callback: object, work: Path, aot_mode: bool = False) -> dict[str, Check]:
+    """doctor's checks for ``device`` served by ``callback`` (a registration), in-process."""
+    work.mkdir(parents=True, exist_ok=True)
+    with ido.registered_cpp_device_options(device, callback):  # type: ignore[arg-type]
+        checks = run_doctor(device, aot_mode, ido.device_options_source(device), work)
+    assert [check.name for check in checks] == CHECK_NAMES
+    for check in checks:
+        assert bool(check.problems) == (check.status in ("fail", "warn")), check
+    return {check.name: check for check in checks}
+
+
+def statuses(checks: dict[str, Check]) -> dict[str, str]:
+    return {name: check.status for name, check in checks.items()}
+
+
+def all_pass(checks: dict[str, Check]) -> bool:
+    return set(statuses(checks).values()) == {"pass"}
+
+
+# --- the headers Inductor includes --------------------------------------------------------
+
+
+@pytest.mark.parametrize("aot_mode", [False, True], ids=["cpp_wrapper", "aot"])
+def test_a_missing_inductor_header_fails_naming_it_the_dirs_searched_and_the_fix(
+    sdk: Sdk, tmp_path: Path, aot_mode: bool
+) -> None:
+    checks = doctor("acme", provider(sdk, inductor_headers=False), tmp_path, aot_mode)
+    expected = aoti_device_header("acme") if aot_mode else cpp_wrapper_device_header("acme")
+    if torch_asks_the_wrapper_class():
+        kind = "aoti_include" if aot_mode else "cpp_wrapper"
+        assert expected == f"torch/csrc/inductor/{kind}/acme.h"
+    check = checks["headers"]
+    assert check.status == "fail"
+    [problem] = check.problems
+    assert f"`#include <{expected}>`" in problem.cause
+    assert "torch's default" in problem.cause
+    assert f"-I {sdk.include}" in problem.details
+    assert f"-I {torch.utils.cpp_extension.include_paths()[0]}" in problem.details
+    assert f"ship {expected} in the device SDK" in problem.fix
+    assert str(sdk.include / expected) in problem.fix
+    # The probe itself builds: only what the generated code includes is missing.
+    assert checks["probe_build"].status == "pass"
+
+
+@pytest.mark.parametrize("aot_mode", [False, True], ids=["cpp_wrapper", "aot"])
+@pytest.mark.parametrize("loader_path", ["LD_LIBRARY_PATH", "runpath"])
+def test_the_complete_sdk_passes_every_check(
+    sdk: Sdk,
+    tmp_path: Path,
+    aot_mode: bool,
+    loader_path: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if loader_path == "LD_LIBRARY_PATH":
+        monkeypatch.setenv("LD_LIBRARY_PATH", str(sdk.lib))
+    else:
+        monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
+    device = "acmeaot" if aot_mode else "acme"
+    checks = doctor(device, provider(sdk, runpath=loader_path == "runpath"), tmp_path, aot_mode)
+    assert all_pass(checks), checks
+    expected = aoti_device_header(device) if aot_mode else cpp_wrapper_device_header(device)
+    inductor_include = os.path.realpath(sdk.inductor_include)
+    assert checks["headers"].summary.startswith(f"{expected} in {inductor_include} (")
+    assert checks["probe_load"].summary == (
+        "in a fresh python that imported torch: libacme_rt.so "
+        f"({os.path.realpath(sdk.lib / 'libacme_rt.so')})"
+    )
+
+
+def test_a_header_that_needs_a_macro_the_options_lack_fails_with_the_error(
+    sdk: Sdk, tmp_path: Path
+) -> None:
+    """Found, but it stops with #error: preprocessing is a real include."""
+    checks = doctor("acme", provider(sdk, macro=False, runpath=True), tmp_path)
+    check = checks["headers"]
+    assert check.status == "fail"
+    [problem] = check.problems
+    assert "could not include what Inductor's generated code includes" in problem.cause
+    assert any("#error" in line and "USE_ACME is not defined" in line for line in problem.details)
+    assert checks["probe_load"].status == "pass"
+
+
+def test_headers_a_provider_declares_are_the_ones_checked(sdk: Sdk, tmp_path: Path) -> None:
+    """A backend whose wrapper codegen class is not registered in doctor's process (it
+    cannot be imported there) says through its provider what that class includes."""
+    declared = provider(sdk, runpath=True)
+    asked = []
+
+    def inductor_headers(device_type: str, aot_mode: bool) -> list[str]:
+        asked.append((device_type, aot_mode))
+        return ["acme/acme.h", inductor_headers_for(device_type)["cpp_wrapper"]]
+
+    declared.inductor_headers = inductor_headers  # type: ignore[attr-defined]
+    checks = doctor("acmedeclared", declared, tmp_path / "declared")
+    assert asked == [("acmedeclared", False)]
+    assert all_pass(checks), checks
+    assert "(inductor_headers of " in checks["headers"].summary
+
+    def missing_headers(device_type: str, aot_mode: bool) -> list[str]:
+        return ["acme/runtime/stream.h"]
+
+    declared.inductor_headers = missing_headers  # type: ignore[attr-defined]
+    [problem] = doctor("acmedeclared", declared, tmp_path / "missing")["headers"].problems
+    assert "`#include <acme/runtime/stream.h>` (inductor_headers of " in problem.cause
+
+    def broken(device_type: str, aot_mode: bool) -> list[str]:
+        raise KeyError(device_type)
+
+    declared.inductor_headers = broken  # type: ignore[attr-defined]
+    check = doctor("acmedeclared", declared, tmp_path / "broken")["headers"]
+    assert (check.status, check.summary) == ("fail", "the provider's declaration failed")
+    assert "raised KeyError: 'acmedeclared'" in check.problems[0].cause
+
+
+class _AcmeWrapper:
+    """Stands for a backend's C++ wrapper codegen class: only its include methods."""
+
+    @staticmethod
+    def get_device_include_path_jit(device: str) -> str:
+        return f"#include <acme/inductor/{device}_wrapper.h>"
+
+    @staticmethod
+    def get_device_include_path_aot(device: str) -> str:
+        return f"#include <acme/inductor/{device}_model.h>\n#include <acme/acme.h>"
+
+    @staticmethod
+    def get_device_include_path(device: str) -> str:  # torch 2.10-2.12's single method
+        from torch._inductor.virtualized import V
+
+        return (
+            _AcmeWrapper.get_device_include_path_aot(device)
+            if V.graph.aot_mode
+            else (_AcmeWrapper.get_device_include_path_jit(device))
+        )
+
+
+@pytest.fixture
+def registered_wrapper() -> Iterator[None]:
+    from torch._inductor.codegen import common
+
+    common.register_backend_for_device(
+        "acmeclass", object, object, device_cpp_wrapper_codegen=_AcmeWrapper
+    )
+    yield
+    del common.device_codegens["acmeclass"]
+
+
+@pytest.mark.usefixtures("registered_wrapper")
+@pytest.mark.parametrize(
+    ("aot_mode", "names"),
+    [
+        (False, ("acme/inductor/acmeclass_wrapper.h",)),
+        (True, ("acme/inductor/acmeclass_model.h", "acme/acme.h")),
+    ],
+)
+def test_the_registered_wrapper_codegen_class_is_asked_first(
+    aot_mode: bool, names: tuple[str, ...]
+) -> None:
+    def declared() -> None: ...
+
+    declared.inductor_headers = lambda device, aot: ["never/asked.h"]  # type: ignore[attr-defined]
+    headers = _inductor_headers.device_headers("acmeclass", aot_mode, declared, "declared")
+    if not torch_asks_the_wrapper_class():
+        # torch 2.6's classes have no include method to ask: the declaration says.
+        assert headers.names == ("never/asked.h",)
+        return
+    assert headers.names == names
+    assert headers.origin.startswith("test_doctor._AcmeWrapper.get_device_include_path")
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("#include <a/b.h>", ("a/b.h",)),
+        ('  #  include "x.h"\n#include <y.h>\n', ("x.h", "y.h")),
+        ("#include <a.h>\n// #include <commented.h>\n#define X 1\n", ("a.h",)),
+        ('#include "/opt/acme/include/abs.h"', ("/opt/acme/include/abs.h",)),
+        ("", ()),
+    ],
+)
+def test_included_names_are_read_off_include_lines(text: str, names: tuple[str, ...]) -> None:
+    assert _inductor_headers.included_names(text) == names
+
+
+# --- shadowed headers ---------------------------------------------------------------------
+
+
+def test_a_shadowed_header_warns_with_every_full_path_and_the_one_used(
+    sdk: Sdk, tmp_path: Path
+) -> None:
+    stale = tmp_path / "stale-include"
+    (stale / "acme").mkdir(parents=True)
+    (stale / "acme" / "acme.h").write_text("#pragma once\n// acme 0.9, a stale copy\n")
+    same = tmp_path / "same-include"
+    (same / "acme").mkdir(parents=True)
+    (same / "acme" / "acme.h").write_bytes((sdk.include / "acme" / "acme.h").read_bytes())
+    link = tmp_path / "include-link"
+    link.symlink_to(sdk.include)
+    callback = provider(sdk, runpath=True, include_dirs_first=(stale, same, link))
+    checks = doctor("acmeshadow", callback, tmp_path / "work")
+    check = checks["shadowed_headers"]
+    assert check.status == "warn"
+    [problem] = check.problems
+    assert problem.cause.startswith("acme/acme.h is in 3 include dirs, with different contents")
+    # The link is the SDK's own dir, listed again: its headers are the same files.
+    assert problem.details == (
+        f"{stale}/acme/acme.h (used)",
+        f"{same}/acme/acme.h (differs)",
+        f"{sdk.include}/acme/acme.h (differs)",
+    )
+    assert {name for name, status in statuses(checks).items() if status != "pass"} == {
+        "shadowed_headers"
+    }
+
+
+def test_copies_that_are_the_same_file_or_the_same_content_say_nothing(
+    sdk: Sdk, tmp_path: Path
+) -> None:
+    same = tmp_path / "same-include"
+    (same / "acme").mkdir(parents=True)
+    (same / "acme" / "acme.h").write_bytes((sdk.include / "acme" / "acme.h").read_bytes())
+    link = tmp_path / "include-link"
+    link.symlink_to(sdk.include)
+    checks = doctor(
+        "acmeshadow", provider(sdk, runpath=True, include_dirs_first=(same, link)), tmp_path / "w"
+    )
+    assert all_pass(checks), checks
+
+
+def test_headers_only_torch_s_own_dirs_share_are_not_reported(tmp_path: Path) -> None:
+    torch_include = torch.utils.cpp_extension.include_paths()[0]
+    sdk = tmp_path / "sdk"
+    (sdk / "c10").mkdir(parents=True)
+    (sdk / "c10" / "macros").mkdir()
+    (sdk / "c10" / "macros" / "Macros.h").write_text("// an SDK's own copy\n")
+    (sdk / "unique.h").write_text("")
+    dirs = [torch_include, f"{torch_include}/torch/csrc/api/include", str(sdk)]
+    shadowed = _inductor_headers.shadowed_headers(dirs, own=dirs[:2])
+    assert [(header.name, header.copies) for header in shadowed] == [
+        (
+            "c10/macros/Macros.h",
+            (f"{torch_include}/c10/macros/Macros.h", f"{sdk}/c10/macros/Macros.h"),
+        )
+    ]
+    assert _inductor_headers.shadowed_headers(dirs[:2], own=dirs[:2]) == []
+
+
+# --- loading ------------------------------------------------------------------------------
+
+
+def test_a_library_off_the_loader_s_path_fails_naming_it_how_each_resolved_and_the_fix(
+    sdk: Sdk, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
+    checks = doctor("acme", provider(sdk), tmp_path)
+    assert [name for name, status in statuses(checks).items() if status != "pass"] == ["probe_load"]
+    check = checks["probe_load"]
+    assert check.summary == "libacme_rt.so is not found at run time"
+    [problem] = check.problems
+    assert "the loader finds no libacme_rt.so" in problem.cause
+    assert "libacme_rt.so: cannot open shared object file" in problem.cause
+    lib = os.path.realpath(sdk.lib)
+    assert f"options.ldflags.append(inductor_device_options.runpath({lib!r}))" in (problem.fix)
+    assert f"or run the model with {lib} first on LD_LIBRARY_PATH" in problem.fix
+    assert "libacme_rt.so => not found" in problem.details
+    # torch's own libraries resolve in the process that imported torch, as for Inductor.
+    [libtorch] = [line for line in problem.details if line.startswith("libtorch.so => ")]
+    assert "=> /" in libtorch or "(loaded with torch: " in libtorch, libtorch
+
+
+def test_a_library_that_needs_another_library_not_on_the_path_names_that_one(
+    sdk: Sdk, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """libacme_rt.so is found (a runpath), but libacme_core.so, which it needs, is not."""
+    deep = tmp_path / "deep"
+    (deep / "lib").mkdir(parents=True)
+    (deep / "core").mkdir()
+    (deep / "core.c").write_text("int acme_core(void) { return 2; }\n")
+    (deep / "rt.c").write_text(
+        "int acme_core(void);\nint acme_version(void) { return acme_core(); }\n"
+    )
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", str(deep / "core.c"), "-o", str(deep / "core/libacme_core.so")],
+        check=True,
+    )
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            str(deep / "rt.c"),
+            f"-L{deep / 'core'}",
+            "-lacme_core",
+            "-o",
+            str(deep / "lib/libacme_rt.so"),
+        ],
+        check=True,
+    )
+    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
+    deep_sdk = sdk._replace(lib=deep / "lib")
+    checks = doctor("acme", provider(deep_sdk, runpath=True), tmp_path / "work")
+    [problem] = checks["probe_load"].problems
+    assert "the loader finds no libacme_core.so" in problem.cause
+    assert problem.fix.startswith("install libacme_core.so, or put the dir that holds it on")
+    assert f"libacme_rt.so => {os.path.realpath(deep / 'lib/libacme_rt.so')}" in problem.details
+    assert "libacme_core.so => not found" in problem.details
+
+
+def test_the_fresh_python_is_ended_when_nothing_is_loaded() -> None:
+    with _module_load.FreshPython() as loader:
+        process = loader._process
+        assert process is not None and process.poll() is None
+    assert process.poll() is not None
+
+
+@pytest.mark.parametrize(
+    ("message", "library"),
+    [
+        (
+            "libacme_rt.so: cannot open shared object file: No such file or directory",
+            "libacme_rt.so",
+        ),
+        ("/x/probe.so: undefined symbol: acme_version", None),
+        ("libc10.so.2: cannot open shared object file: Permission denied", "libc10.so.2"),
+    ],
+)
+def test_the_missing_library_is_read_off_the_loader_s_message(
+    message: str, library: str | None
+) -> None:
+    assert _module_load.missing_library(message) == library
+
+
+# --- what is the provider's and what is the package's ------------------------------------
+
+
+def test_an_error_of_the_package_itself_is_an_internal_error_not_the_provider_s(
+    sdk: Sdk, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug of the package cannot be had for real (the known one, paths that are not UTF-8
+    in the SDK fingerprint, is fixed): one is injected into the function that finishes a
+    provider's options, after the provider has returned."""
+    from inductor_device_options import _resolve
+
+    def broken_fresh_options(options: object) -> object:
+        raise UnicodeEncodeError("utf-8", "\udcff", 0, 1, "surrogates not allowed")
+
+    monkeypatch.setattr(_resolve, "fresh_options", broken_fresh_options)
+    monkeypatch.setattr(_resolve, "_finished_options", {})  # finished before: not again
+    check = doctor("acme", provider(sdk), tmp_path)["options"]
+    assert (check.status, check.summary) == (
+        "fail",
+        "inductor-device-options failed (internal error UnicodeEncodeError)",
+    )
+    [problem] = check.problems
+    assert problem.cause.startswith(f"inductor-device-options {ido.__version__} raised ")
+    assert "raised outside any call of the provider" in problem.cause
+    assert f"{__file__}:" in problem.cause and "in broken_fresh_options" in problem.cause
+    assert "not of the provider: please report it" in problem.fix
+
+
+def test_an_error_raised_by_the_provider_is_the_provider_s(sdk: Sdk, tmp_path: Path) -> None:
+    def raising(device_type: str, aot_mode: bool, compile_only: bool) -> ido.CppDeviceOptions:
+        "\udcff".encode()  # the very error the package's own bug raised, here the provider's
+        raise AssertionError("unreachable")
+
+    check = doctor("acme", raising, tmp_path)["options"]
+    assert check.summary == "the provider raised UnicodeEncodeError"
+    assert check.problems[0].fix == f"fix the provider ({describe_callable(raising)})"
+
+
+# --- devices that already work ------------------------------------------------------------
+
+
+def test_the_sample_device_passes_every_check() -> None:
+    """In the sample's own processes (torch's backend autoload sets it up): its wrapper
+    codegen class is asked for the headers, its runpath lets the probe load."""
+    env = {**os.environ, "INDUCTOR_DEVICE_OPTIONS_SAMPLE_DIR": str(shared_test_dir() / "sampledev")}
+    runs = {
+        aot: subprocess.Popen(
+            [sys.executable, "-m", "inductor_device_options", "doctor", "sampledev", "--json"]
+            + (["--aot"] if aot else []),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for aot in (False, True)
+    }
+    for aot, process in runs.items():
+        stdout, stderr = process.communicate(timeout=900)
+        assert process.returncode == 0, f"{stdout}\n{stderr}"
+        document = json.loads(stdout)
+        checks = {check["name"]: check for check in document["checks"]}
+        assert [check["status"] for check in checks.values()] == ["pass"] * len(CHECK_NAMES)
+        header = aoti_device_header("sampledev") if aot else cpp_wrapper_device_header("sampledev")
+        assert checks["headers"]["summary"].startswith(f"{header} in ")
+        if torch_asks_the_wrapper_class():
+            assert (
+                "SampledevCppWrapperCodegen.get_device_include_path" in checks["headers"]["summary"]
+            )
+        assert "libsampledev_runtime.so (" in checks["probe_load"]["summary"]
+
+
+def synthetic_cann(root: Path) -> Path:
+    """The least of a CANN toolkit's classic layout torch_npu's wrapper headers include:
+    acl/acl.h, runtime/runtime/rt.h (in include/experiment/runtime) and the libraries."""
+    home = minimal_cann(root)
+    rt = home / "include" / "experiment" / "runtime" / "runtime"
+    rt.mkdir(parents=True)
+    (rt / "rt.h").write_text("#pragma once\n")
+    return home
+
+
+# torch headers torch_npu 2.14.0's wrapper headers include that older torch lacks.
+TORCH_HEADERS_NPU_NEEDS = (
+    "torch/csrc/inductor/cpp_wrapper/common.h",
+    "torch/csrc/inductor/aoti_runtime/constant_type.h",
+)
+
+
+@pytest.fixture(scope="module")
+def torch_npu_package(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return released_torch_npu.unpack(tmp_path_factory.mktemp("torch_npu_wheel"))
+
+
+@pytest.mark.parametrize("aot_mode", [False, True], ids=["cpp_wrapper", "aot"])
+def test_npu_with_the_released_torch_npu_headers_and_a_synthetic_cann(
+    tmp_path: Path, torch_npu_package: Path, monkeypatch: pytest.MonkeyPatch, aot_mode: bool
+) -> None:
+    """The headers torch_npu 2.14.0's CppWrapperNpu includes, declared by the bundled
+    provider, from the wheel itself: found and preprocessed where torch ships what they
+    include. The wheel's own acl/acl.h shadows CANN's (vllm-ascend#17059): a warning."""
+    cann = synthetic_cann(tmp_path)
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(cann))
+    monkeypatch.setenv("PYTORCH_NPU_INSTALL_PATH", str(torch_npu_package))
+    ascend.clear_cache()
+    source = ido.device_options_source("npu")
+    assert source.source == "entry point"
+    checks = {check.name: check for check in run_doctor("npu", aot_mode, source, tmp_path / "work")}
+    ascend.clear_cache()
+    kind = "aoti_include" if aot_mode else "cpp_wrapper"
+    torch_include = Path(torch.utils.cpp_extension.include_paths()[0])
+    lacking = [name for name in TORCH_HEADERS_NPU_NEEDS if not (torch_include / name).is_file()]
+    headers = checks["headers"]
+    if lacking:  # torch 2.6: torch_npu 2.14's headers are not for it
+        assert headers.status == "fail", headers
+        assert any(any(name in line for name in lacking) for line in headers.problems[0].details)
+    else:
+        assert headers.status == "pass", headers
+        assert headers.summary.startswith(
+            f"torch_npu/csrc/inductor/{kind}/npu.h and 11 more, in "
+            f"{os.path.realpath(torch_npu_package / 'include')} (10), "
+        )
+        assert "(inductor_headers of entry point npu = inductor_device_options.ascend:" in (
+            headers.summary
+        )
+    shadowed = checks["shadowed_headers"]
+    assert shadowed.status == "warn"
+    acl = next(problem for problem in shadowed.problems if problem.cause.startswith("acl/acl.h "))
+    assert acl.details[0] == f"{os.path.realpath(torch_npu_package / 'include/acl/acl.h')} (used)"
+    assert f"{os.path.realpath(cann / 'include/acl/acl.h')} (differs)" in acl.details
+    # libtorch_npu.so needs the rest of CANN, which a synthetic one lacks.
+    assert checks["probe_load"].status == "fail"
+    assert (
+        checks["probe_load"]
+        .problems[0]
+        .fix.endswith("for Ascend: source CANN's set_env.sh, which sets LD_LIBRARY_PATH")
+    )
+
+
+def test_ascend_declares_torch_npu_s_wrapper_headers() -> None:
+    """What torch_npu 2.14.0's CppWrapperNpu includes, read off the released wheel: the
+    headers of write_header and add_device_include, in order, then the device header."""
+    import re
+    import zipfile
+
+    with zipfile.ZipFile(released_torch_npu.wheel()) as wheel:
+        code = wheel.read("torch_npu/_inductor/codegen/cpp_wrapper_npu.py").decode()
+    wrapper = code.split("class CppWrapperNpu", 1)[1]
+    included = [
+        name.replace("{self.device}", "npu").replace("{device}", "npu")
+        for name in re.findall(r"#include <([^>]+)>", wrapper)
+        if name != "dlfcn.h"  # a line of the generated code's body, not of its header
+    ]
+    for aot_mode, kind in [(False, "cpp_wrapper"), (True, "aoti_include")]:
+        device_header = f"torch_npu/csrc/inductor/{kind}/npu.h"
+        assert device_header in included
+        others = [name for name in included if not re.search(r"/(cpp_wrapper|aoti_include)/", name)]
+        assert ascend.inductor_headers("npu", aot_mode) == [*others, device_header]
+
+
+# --- the command line's parts -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "spec"),
+    [
+        ("acme_backend:options", (None, "acme_backend", "options")),
+        ("pkg.mod:Class.method", (None, "pkg.mod", "Class.method")),
+        ("acme=acme_backend:options", ("acme", "acme_backend", "options")),
+        ("acme:0=acme_backend:options", ("acme", "acme_backend", "options")),
+    ],
+)
+def test_provider_specs(text: str, spec: tuple[str | None, str, str]) -> None:
+    assert tuple(_doctor.parse_provider_spec(text)) == spec
+
+
+@pytest.mark.parametrize("text", ["no_colon", ":f", "m:", "=m:f", "not a device=m:f"])
+def test_malformed_provider_specs(text: str) -> None:
+    with pytest.raises(ValueError):
+        _doctor.parse_provider_spec(text)
+
+
+def test_run_doctor_output_is_json_serialisable(sdk: Sdk, tmp_path: Path) -> None:
+    import dataclasses
+
+    checks = doctor("acme", provider(sdk, runpath=True), tmp_path)
+    json.dumps([dataclasses.asdict(check) for check in checks.values()])
