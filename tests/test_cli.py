@@ -107,7 +107,8 @@ SOURCE_KEYS = {"device_type", "source", "description", "guaranteed"}
 COMMON_KEYS = {"schema", "version", "torch_version"}
 DEVICE_KEYS = COMMON_KEYS | {"device_type", "aot_mode", "source", "error"}
 KEYS = {
-    "list": COMMON_KEYS | {"hook", "devices", "invalid_declarations", "notes"},
+    "list": COMMON_KEYS
+    | {"hook", "devices", "invalid_declarations", "declaration_conflicts", "notes"},
     "show": DEVICE_KEYS | {"compile_only", "options", "commands", "notes"},
     "doctor": DEVICE_KEYS | {"ok", "exit_code", "checks", "notes"},
     "doctor-all": COMMON_KEYS | {"aot_mode", "ok", "exit_code", "devices", "notes"},
@@ -476,7 +477,10 @@ def test_flags_are_well_formed_only_if_g_plus_plus_gets_them_as_meant(
     rsp = checks_of(json_of(doctors["response_file"], "doctor", 1))
     assert [check["status"] for check in rsp.values()][1:] == ["pass", "fail"] + ["skip"] * 6
     [problem] = rsp["flags"]["problems"]
-    assert problem["cause"].startswith(f"definitions[1] = '@{site}/clidev_sdk/rsp' is not a macro")
+    assert problem["cause"].startswith(
+        f"definitions[1] = '@{site}/clidev_sdk/rsp' reaches g++ as the argument "
+        f"'@{site}/clidev_sdk/rsp', which g++ reads as a response file"
+    )
     if cpp_builder_keeps_whole("libraries_dirs"):  # torch 2.15 quotes -L: g++ takes it
         spaced = checks_of(json_of(doctors["spaced_real_path"], "doctor", 0))
         assert [spaced[name]["status"] for name in ("flags", "probe_build", "probe_load")] == [
@@ -522,7 +526,8 @@ def test_doctor_names_each_malformed_flag_of_a_given_provider(doctors: dict[str,
     out = text_of(doctors["bad_flags"], 1)
     assert "options from registration: cli_provider.bad_flags" in out
     assert "FAIL  flags well formed: 1 bad value" in out
-    assert "cause: cflags[0] = '-O2' starts with '-'; Inductor adds '-' itself" in out
+    assert "cause: cflags[0] = '-O2' reaches g++ as ['--O2'], which g++ rejects: " in out
+    assert "(Inductor adds '-' itself: write 'O2'?)" in out
     assert "fix:   fix the provider (cli_provider.bad_flags)" in out
     assert "SKIP  probe compiles and links" in out
     assert "SKIP  probe loads" in out
@@ -625,6 +630,7 @@ def test_doctor_fails_its_first_check_when_the_provider_cannot_be_loaded(
         "device_type": "loaddev",
         "source": "registration",
         "description": "exits_at_import:options",
+        "guaranteed": True,
     }
     checks = document["checks"]
     assert [check["name"] for check in checks] == ["provider", *CHECK_NAMES]

@@ -623,6 +623,13 @@ print(json.dumps({
 """
 
 
+LIST = """
+import sys
+from inductor_device_options.cli import main
+raise SystemExit(main(["list", "--json"]))
+"""
+
+
 @pytest.mark.parametrize("prefer", [None, "dupdev=zeta_backend"])
 def test_two_distributions_declaring_one_device_follow_a_rule_and_warn(
     tmp_path: Path, prefer: str | None
@@ -650,6 +657,18 @@ def test_two_distributions_declaring_one_device_follow_a_rule_and_warn(
     assert len(document["conflicts"]) == 2
     if prefer:
         assert "INDUCTOR_DEVICE_OPTIONS_PREFER names zeta-backend" in warning
+    # `list` shows the conflict, text and JSON.
+    listing = json.loads(check_python(LIST, env=env, cwd=tmp_path))
+    conflict = {c["device_type"]: c for c in listing["declaration_conflicts"]}["dupdev"]
+    assert conflict["chosen"]["distribution"] == (
+        "zeta-backend 1.0" if prefer else "alpha-backend 2.0"
+    )
+    assert [other["value"] for other in conflict["others"]] == [
+        "alpha_backend:options" if prefer else "zeta_backend:options"
+    ]
+    text = check_python(LIST.replace('"--json"', ""), env=env, cwd=tmp_path)
+    assert "Devices declared by several distributions:" in text
+    assert "device 'dupdev' is declared by several distributions" in text
 
 
 # --- device types Inductor can ask for, and re-registration ---------------------------------
@@ -708,3 +727,73 @@ def test_an_include_dir_whose_name_is_not_utf_8_builds_as_with_stock_torch(sdk: 
     ido.register_cpp_device_options("acme", options)
     assert odd in ido.get_cpp_device_options("acme").include_dirs
     assert sdk.build("acme").is_file()
+
+
+# --- doctor diagnoses every door; only the package's own is enforced ----------------------
+
+DOCTOR_TORCH_DOOR = """
+import json, sys
+import torch._inductor.cpp_builder as cpp_builder
+from torch._dynamo import device_interface
+import inductor_device_options as ido
+from inductor_device_options.cli import main
+
+door, include, lib = sys.argv[1:4]
+lists = (["USE_MOCK", "MAX2(a,b)=((a)>(b)?(a):(b))"], [include], [], [ido.runpath(lib)], [lib],
+         ["mockrt"], [])
+if door == "cpp_builder":
+    cpp_builder.register_cpp_device_options("mock", lambda d, a, c: lists)
+else:
+    class MockInterface(device_interface.DeviceInterface):
+        @staticmethod
+        def get_cpp_device_options(aot_mode, compile_only):
+            return lists
+    device_interface.register_interface_for_device("mock", MockInterface)
+code = main(["doctor", "mock", "--json"])
+# Diagnosing changes nothing in what Inductor gets.
+print(json.dumps({"exact": cpp_builder.get_cpp_torch_device_options("mock") is lists}))
+raise SystemExit(code)
+"""
+
+
+@pytest.mark.parametrize("door", ["cpp_builder", "device interface"])
+@pytest.mark.parametrize("include_dir", ["complete", "relative"])
+def test_doctor_diagnoses_a_device_served_through_torchs_doors(
+    sdk: Sdk, door: str, include_dir: str
+) -> None:
+    import json
+
+    if door == "device interface" and NATIVE and not torch_consults_device_interface():
+        pytest.skip("no backport under torch's native registry")
+    for header in (
+        "cpp_wrapper/mock.h",
+        "aoti_include/mock.h",
+        "aoti_torch/generated/c_shim_mock.h",
+    ):
+        path = Path(sdk.include, "torch/csrc/inductor", header)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("#pragma once\n")
+    include = sdk.include if include_dir == "complete" else "relative/include"
+    finished = subprocess.run(
+        [sys.executable, "-c", DOCTOR_TORCH_DOOR, door, include, sdk.lib],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=sdk.root,
+    )
+    document, tail = finished.stdout.rsplit("\n{", 1)
+    assert json.loads("{" + tail) == {"exact": True}
+    doctor = json.loads(document)
+    checks = {check["name"]: check for check in doctor["checks"]}
+    expected_source = "cpp_builder registration" if door == "cpp_builder" else "device interface"
+    assert doctor["source"]["source"] == expected_source
+    assert doctor["source"]["guaranteed"] is False
+    if include_dir == "complete":
+        assert finished.returncode == 0, doctor
+        assert {check["status"] for check in checks.values()} <= {"pass", "warn"}
+        return
+    assert finished.returncode == 1
+    assert checks["flags"]["status"] == "fail"
+    (problem,) = checks["flags"]["problems"]
+    assert problem["cause"].startswith("include_dirs[0] = 'relative/include' is relative")
+    assert "guarantee_cpp_device_options('mock')" in problem["fix"]

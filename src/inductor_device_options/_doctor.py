@@ -38,6 +38,7 @@ from ._hook import (
     get_cpp_device_options,
     hook_state,
     known_device_options_sources,
+    loaded_source,
     package_cpp_device_options,
     served_interface,
 )
@@ -49,8 +50,8 @@ from ._inductor_headers import (
     system_include_dirs,
 )
 from ._module_load import FreshPython, missing_library, resolution
-from ._options import FIELDS, CppDeviceOptions, ValueProblem, value_problems
-from ._rendering import final_value_problem, rendering_problems
+from ._options import FIELDS, CppDeviceOptions, ValueProblem
+from ._rendering import final_problems, final_value_problem
 from ._run import run_tool
 from ._torch_names import CPP_BUILDER
 
@@ -284,20 +285,11 @@ def bundled_backend_missing(source: DeviceOptionsSource) -> str | None:
 
 def all_devices() -> list[DeviceOptionsSource]:
     """What ``doctor --all`` checks: every device this process knows a source for, but
-    torch's own (cpu, cuda, xpu, mps) and devices whose DeviceInterface only inherits
-    torch 2.15's default ``get_cpp_device_options`` (mtia, tpu: it returns None)."""
-    from torch._dynamo.device_interface import DeviceInterface
-
-    default = getattr(DeviceInterface, "get_cpp_device_options", None)
+    torch's own (cpu, cuda, xpu, mps)."""
     return [
         source
         for source in known_device_options_sources()
         if source.device_type not in _registry.RESERVED_DEVICE_TYPES
-        and not (
-            source.source == "device interface"
-            and getattr(served_interface(source.device_type), "get_cpp_device_options", None)
-            is default
-        )
     ]
 
 
@@ -449,6 +441,8 @@ def _check_hook(context: _Context) -> Check:
     missing: list[str] = []
     try:
         own = package_cpp_device_options(context.device_type, context.aot_mode)
+        if own is None and context.source.source == "device interface":
+            own = _interface_answer(context)
         received = get_cpp_device_options(context.device_type, context.aot_mode)
     except KeyboardInterrupt:
         raise
@@ -490,6 +484,14 @@ def _check_hook(context: _Context) -> Check:
     return Check("hook", title, "fail", summary, (Problem(detail + cause, fix),))
 
 
+def _interface_answer(context: _Context) -> CppDeviceOptions | None:
+    """What the device's DeviceInterface answers, asked directly (None: no answer)."""
+    interface = served_interface(context.device_type)
+    method = getattr(interface, "get_cpp_device_options", None)
+    answer = method(context.aot_mode, False) if method is not None else None
+    return None if answer is None else CppDeviceOptions(*(list(values) for values in answer))
+
+
 def _both_modes(context: _Context) -> CppDeviceOptions:
     """What Inductor gets for compiling (compile_only) and for linking, merged."""
     compiled = get_cpp_device_options(context.device_type, context.aot_mode, True)
@@ -501,6 +503,9 @@ def _both_modes(context: _Context) -> CppDeviceOptions:
 
 def _check_options(context: _Context) -> Check:
     title = CHECKS["options"]
+    fallback = _fallback_failure(context)
+    if fallback is not None:
+        return fallback
     try:
         context.options = _both_modes(context)
     except InvalidCppDeviceOptionsError as error:
@@ -521,6 +526,32 @@ def _check_options(context: _Context) -> Check:
         if values
     )
     return Check("options", title, "pass", f"for compiling and linking: {counts or 'none'}")
+
+
+def _fallback_failure(context: _Context) -> Check | None:
+    """A bundled provider gives way to the function below when it cannot compute the
+    options: Inductor then gets torch's (or a replacement's), which is worth a FAIL here."""
+    try:
+        source = loaded_source(context.device_type)
+    except Exception:  # the checks below report it
+        return None
+    if source is None or not source.fallback or source.call is None:
+        return None
+    try:
+        source.call(context.device_type, context.aot_mode, False)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:
+        failed = _options_failed(context, error)
+        (problem,) = failed.problems
+        note = (
+            "; meanwhile Inductor gets what the device gets without inductor-device-options "
+            "(the bundled provider gives way, with a warning)"
+        )
+        return dataclasses.replace(
+            failed, problems=(dataclasses.replace(problem, cause=problem.cause + note),)
+        )
+    return None
 
 
 def _options_failed(context: _Context, error: BaseException) -> Check:
@@ -579,14 +610,10 @@ def _raw_options(context: _Context) -> Sequence[object] | None:
     """The provider's result before validation, or None when it cannot be had again."""
     raw: object
     try:
-        provider = _registry.find_provider(context.device_type)
-        if provider is not None:
-            raw = provider.callback(context.device_type, context.aot_mode, False)
-        else:
-            interface = served_interface(context.device_type)
-            if interface is None:
-                return None
-            raw = interface.get_cpp_device_options(context.aot_mode, False)  # type: ignore[attr-defined]
+        source = loaded_source(context.device_type)
+        if source is None or source.call is None:
+            return None
+        raw = source.call(context.device_type, context.aot_mode, False)
     except KeyboardInterrupt:
         raise
     except BaseException:
@@ -604,8 +631,8 @@ def _check_flags(context: _Context) -> Check:
     if context.raw is not None:
         problems, count = _raw_problems(context, context.raw)
     elif context.options is not None:
-        final = value_problems(context.options) + rendering_problems(context.options)
-        problems = [_value_problem(context, problem) for problem in final]
+        # For torch's doors (what Inductor gets is exactly the backend's): findings only.
+        problems = [_value_problem(context, problem) for problem in final_problems(context.options)]
         count = sum(len(values) for values in context.options)
     else:
         return _skipped("flags", title, context)
@@ -648,9 +675,15 @@ def _raw_problems(context: _Context, raw: Sequence[object]) -> tuple[list[Proble
 
 
 def _value_problem(context: _Context, problem: ValueProblem) -> Problem:
+    fix = context.fix_provider
+    if not context.source.guaranteed:
+        fix += (
+            f"; Inductor gets it as the {context.source.source} gives it (this package "
+            "checks torch's doors only with inductor_device_options."
+            f"guarantee_cpp_device_options({context.device_type!r}))"
+        )
     return Problem(
-        f"{problem.field}[{problem.position}] = {problem.value!r} {problem.problem}",
-        context.fix_provider,
+        f"{problem.field}[{problem.position}] = {problem.value!r} {problem.problem}", fix
     )
 
 
@@ -921,6 +954,9 @@ def _declaring_object(context: _Context) -> tuple[object | None, str]:
         return (provider.callback if provider is not None else None), description
     if context.source.source == "device interface":
         return served_interface(context.device_type), description
+    if context.source.source == "cpp_builder registration":
+        source = loaded_source(context.device_type)
+        return (source.call if source is not None else None), description
     return None, description
 
 

@@ -738,6 +738,22 @@ def served_interface(device_type: str) -> type | None:
     return interface_defining_cpp_options(device_type)
 
 
+def loaded_source(device_type: str) -> Source | None:
+    """The source that serves a normalized device, its provider loaded (an entry point's
+    module imported), or None: torch serves it. For ``doctor``, which calls it directly."""
+    source = _source(device_type)
+    if source is None or source.call is not None:
+        return source
+    module = sys.modules.get(CPP_BUILDER)
+    return find_source(
+        device_type,
+        _torch_registry(module) if module is not None else None,
+        serve_interfaces=True,
+        load=True,
+        own_dispatcher=_native_dispatcher,
+    )
+
+
 def hook_state() -> HookState:
     """Where this package stands in ``torch._inductor.cpp_builder``, without importing
     ``torch._inductor``.

@@ -80,9 +80,10 @@ reader of a pipe went away: the command stops quietly); 2 usage error (bad argum
 DEVICE); 3 unknown device (nothing provides options for it and torch has none of its
 own: declare a provider). With stdout closed the command runs and only its exit code tells.
 
-Entry points of the group whose name is not a device name (or is one of torch's own
-devices) are ignored: ``list`` shows them, ``show`` and ``doctor`` note them (on stderr;
-with ``--json`` in ``notes``).
+Entry points of the group whose name is not a device name Inductor can ask for (or is one
+of torch's own devices) are ignored: ``list`` shows them, ``show`` and ``doctor`` note them
+(on stderr; with ``--json`` in ``notes``). So are devices that several distributions
+declare: ``list`` shows which one serves the device and why, ``show`` and ``doctor`` note it.
 
 JSON (``--json``): one object on stdout, nothing on stderr (what would have gone there,
 warnings of torch or of a provider included, is in ``notes``). ``schema`` names the
@@ -91,8 +92,10 @@ document has ``schema`` (str), ``version`` (str, this package) and ``torch_versi
 ``list``, ``show``, ``doctor`` and ``doctor-all`` have ``notes`` ([str]). Shared shapes::
 
     Source  = {"device_type": str,
-               "source": "registration" | "entry point" | "device interface" | "torch",
-               "description": str}
+               "source": "registration" | "cpp_builder registration" | "entry point"
+                         | "device interface" | "torch",
+               "description": str,
+               "guaranteed": bool}    # the package's checks apply to what it gives
     Error   = {"type": str, "message": str, "provider": str | null}
     Check   = {"name": "provider" | "hook" | "options" | "flags" | "include_dirs"
                        | "headers" | "shadowed_headers" | "libraries" | "probe_build"
@@ -110,7 +113,10 @@ document has ``schema`` (str), ``version`` (str, this package) and ``torch_versi
               "device_interface_backport": bool | null, "description": str},
      "devices": [Source, ...],                       # sorted by device_type
      "invalid_declarations": [{"name": str, "value": str, "distribution": str | null,
-                               "reason": str}]}      # entry points ignored
+                               "reason": str}],      # entry points ignored
+     "declaration_conflicts": [{"device_type": str, "chosen": EntryPoint,
+                                "others": [EntryPoint], "reason": str}]}
+     # EntryPoint = {"name": str, "value": str, "distribution": str | null}
 
 ``inductor-device-options/show/v1``::
 
@@ -164,7 +170,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from . import __version__, _doctor, _registry
 from ._doctor import Check, ProviderSpec, UnknownDeviceError
@@ -178,6 +184,9 @@ from ._hook import (
 )
 from ._module_load import FreshPython
 from ._options import FIELDS
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 Document = dict[str, object]
 DeviceCommand = Callable[[argparse.Namespace, Path, DeviceOptionsSource, Document], int]
@@ -411,6 +420,7 @@ def _list(args: argparse.Namespace) -> int:
     state = hook_state()
     sources = known_device_options_sources()
     ignored = _registry.invalid_declarations()
+    conflicts = _registry.declaration_conflicts()
     if args.json:
         _print_json(
             "list",
@@ -422,18 +432,24 @@ def _list(args: argparse.Namespace) -> int:
             },
             devices=[source._asdict() for source in sources],
             invalid_declarations=[_declaration_json(declaration) for declaration in ignored],
+            declaration_conflicts=[_conflict_json(conflict) for conflict in conflicts],
         )
         return EXIT_OK
     style = _Style.for_stream(sys.stdout)
     print(_header(style, "list") + "\n")
     width = max(len("DEVICE"), *(len(source.device_type) for source in sources))
-    print(style.bold(f"{'DEVICE':<{width}}  {'SOURCE':<16}  FROM"))
+    kinds = max(len("SOURCE"), *(len(source.source) for source in sources))
+    print(style.bold(f"{'DEVICE':<{width}}  {'SOURCE':<{kinds}}  FROM"))
     for source in sources:
-        print(f"{source.device_type:<{width}}  {source.source:<16}  {source.description}")
+        print(f"{source.device_type:<{width}}  {source.source:<{kinds}}  {source.description}")
     if ignored:
         print(style.bold("\nIgnored declarations:"))
         for declaration in ignored:
             print(f"  {declaration.describe()}")
+    if conflicts:
+        print(style.bold("\nDevices declared by several distributions:"))
+        for conflict in conflicts:
+            print(f"  {conflict.describe()}")
     print(
         style.dim(
             "\nRegistrations made in a program are not seen here; check one with "
@@ -454,11 +470,31 @@ def _declaration_json(declaration: _registry.InvalidDeclaration) -> Document:
     }
 
 
+def _conflict_json(conflict: _registry.DeclarationConflict) -> Document:
+    def entry(entry_point: metadata.EntryPoint) -> Document:
+        dist = entry_point.dist
+        return {
+            "name": entry_point.name,
+            "value": entry_point.value,
+            "distribution": f"{dist.name} {dist.version}" if dist is not None else None,
+        }
+
+    return {
+        "device_type": conflict.device_type,
+        "chosen": entry(conflict.chosen),
+        "others": [entry(entry_point) for entry_point in conflict.others],
+        "reason": conflict.reason,
+    }
+
+
 def _note_invalid_declarations(command: str) -> None:
     """On stderr (with --json: in the notes): the device at hand is not concerned, but the
     user should know."""
     for declaration in _registry.invalid_declarations():
         print(f"{PROG} {command}: note: ignored {declaration.describe()}", file=sys.stderr)
+    for conflict in _registry.declaration_conflicts():
+        if conflict.warns:
+            print(f"{PROG} {command}: note: {conflict.describe()}", file=sys.stderr)
 
 
 # --- show -----------------------------------------------------------------------------------
@@ -798,7 +834,10 @@ def _register_providers(
             with redirect_stdout(sys.stderr):  # what the module prints is not the output
                 callback = _doctor.load_provider(spec, device)
         except ProviderLoadError as error:
-            failed[device] = (DeviceOptionsSource(device, "registration", str(spec)), error)
+            failed[device] = (
+                DeviceOptionsSource(device, "registration", str(spec), guaranteed=True),
+                error,
+            )
             continue
         try:
             _registry.register_cpp_device_options(device, callback)
