@@ -887,9 +887,14 @@ def _check_headers(
             Problem(
                 f"Inductor's generated code will `#include <{header}>` ({headers.origin}), "
                 f"and none of the {len(searched)} include dirs has it",
-                f"ship {header} in the device SDK, in an include dir the provider adds "
-                f"(e.g. {os.path.join(sdk_dirs[0], header) if sdk_dirs else header}), or add "
-                f"the dir that holds it to the include_dirs of {context.source.description}"
+                (
+                    f"ship {header} in the device SDK, in an include dir the provider adds "
+                    f"(e.g. {os.path.join(sdk_dirs[0], header)}), or add the dir that holds it "
+                    f"to the include_dirs of {context.source.description}"
+                    if sdk_dirs
+                    else f"ship {header} in the device SDK, under an include dir of its own, "
+                    f"and add that dir to the include_dirs of {context.source.description}"
+                )
                 + ("; for Ascend: install torch_npu" if context.device_type == "npu" else ""),
                 searched,
             )
