@@ -121,6 +121,11 @@ class AscendOptionsError(CppDeviceOptionsError):
     :class:`~inductor_device_options.CppDeviceOptionsError` for device ``"npu"`` whose
     ``provider`` is ``inductor_device_options.ascend.cpp_device_options``. The message ends
     with a ``Fix:`` line, which ``inductor-device-options doctor`` shows as the fix.
+
+    Example:
+        >>> from inductor_device_options import ascend
+        >>> issubclass(ascend.CannNotFoundError, ascend.AscendOptionsError)
+        True
     """
 
 
@@ -188,6 +193,14 @@ class CannPathError(AscendOptionsError):
 
     Attributes:
         value: As given.
+
+    Example:
+        >>> from inductor_device_options import ascend
+        >>> error = ascend.CannPathError(
+        ...     "torch_npu", "'/opt/my env/torch_npu'", "/opt/my env/torch_npu/lib", "is split"
+        ... )
+        >>> error.value, error.device_type
+        ('/opt/my env/torch_npu/lib', 'npu')
     """
 
     def __init__(self, what: str, where: str, value: str, problem: str) -> None:

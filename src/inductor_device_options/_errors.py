@@ -152,6 +152,11 @@ class ProviderLoadError(CppDeviceOptionsError, ImportError):
     Raised at the first lookup of the device, when importing the entry point's module
     raises (``SystemExit`` included). The message names the entry point and its
     distribution; the original exception is the ``__cause__``. Other devices still build.
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> issubclass(ido.ProviderLoadError, ImportError)  # existing handlers keep working
+        True
     """
 
 

@@ -407,10 +407,9 @@ def arm() -> None:
     Call it again after writing ``cpp_builder.__dict__["get_cpp_torch_device_options"]``
     directly, the one assignment the hook does not see, to install the hook over it.
 
-    Example::
-
-        import inductor_device_options as ido
-        ido.arm()
+    Example:
+        >>> import inductor_device_options as ido
+        >>> ido.arm()  # installed already, or at the first import of cpp_builder
     """
     global _watcher
     with _lock:
@@ -460,12 +459,18 @@ def default_cpp_device_options(
     Raises:
         InvalidDeviceTypeError: ``device_type`` is not a device name.
 
-    Example::
-
-        def acme_options(device_type, aot_mode, compile_only):
-            options = ido.default_cpp_device_options(device_type, aot_mode, compile_only)
-            options.definitions.append("USE_ACME")
-            return options
+    Example:
+        >>> import inductor_device_options as ido
+        >>> def acme_options(device_type, aot_mode, compile_only):
+        ...     options = ido.default_cpp_device_options(device_type, aot_mode, compile_only)
+        ...     options.definitions.append("USE_ACME")
+        ...     return options
+        >>> torch_only = ido.default_cpp_device_options("acme")
+        >>> with ido.registered_cpp_device_options("acme", acme_options):
+        ...     served = ido.get_cpp_device_options("acme")
+        ...     assert ido.default_cpp_device_options("acme") == torch_only
+        >>> served.definitions == [*torch_only.definitions, "USE_ACME"]
+        True
     """
     name = _registry.normalize_device_type(device_type)
     installation = _installed()
@@ -500,10 +505,11 @@ def get_cpp_device_options(
         ProviderLoadError: the device's declared provider cannot be imported.
         Exception: whatever the device's provider raises, with a note naming it.
 
-    Example::
-
-        options = ido.get_cpp_device_options("npu", aot_mode=True)
-        print(options.include_dirs)
+    Example:
+        >>> import inductor_device_options as ido
+        >>> options = ido.get_cpp_device_options("cpu", aot_mode=True)
+        >>> isinstance(options, ido.CppDeviceOptions), options._fields[0]
+        (True, 'definitions')
     """
     # Inductor passes device names without an index; torch's native registry only knows those.
     name = _registry.normalize_device_type(device_type)
@@ -553,10 +559,15 @@ def registered_device_types() -> list[str]:
     Returns:
         The device types, such as ``["npu", "sampledev"]``.
 
-    Example::
-
-        ido.register_cpp_device_options("acme", acme_options)
-        assert "acme" in ido.registered_device_types()
+    Example:
+        >>> import inductor_device_options as ido
+        >>> import torch._inductor.cpp_builder as cpp_builder
+        >>> def acme_options(device_type, aot_mode, compile_only):
+        ...     return ido.default_cpp_device_options(device_type, aot_mode, compile_only)
+        >>> ido.register_cpp_device_options("acme", acme_options)
+        >>> cpp_builder.register_cpp_device_options("other", acme_options)
+        >>> [name for name in ido.registered_device_types() if name in ("acme", "other")]
+        ['acme', 'other']
     """
     names = set(_registry.registered_device_types())
     module = sys.modules.get(CPP_BUILDER)
@@ -583,6 +594,13 @@ class HookState(NamedTuple):
     registrations then do not reach Inductor.
     ``device_interface_backport``: whether the hook asks ``DeviceInterface`` as torch 2.15
     does, on a torch that does not (None while waiting).
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> import torch._inductor.cpp_builder
+        >>> state = ido.hook_state()
+        >>> state.mode, state.registrations_apply, state.adopted
+        ('hook', True, ())
     """
 
     torch_version: str
@@ -624,6 +642,12 @@ class DeviceOptionsSource(NamedTuple):
     ``"device interface"`` (``DeviceInterface.get_cpp_device_options``) or ``"torch"`` (the
     function below the package: stock torch or a replacement). ``guaranteed``: the options
     get this package's guarantees (validation, custom_op_libs, real paths, fingerprint).
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> source = ido.device_options_source("npu")  # the Ascend provider, bundled
+        >>> source.source, source.guaranteed
+        ('entry point', True)
     """
 
     device_type: str
@@ -647,9 +671,12 @@ def device_options_source(device_type: str) -> DeviceOptionsSource:
     Raises:
         InvalidDeviceTypeError: ``device_type`` is not a device name.
 
-    Example::
-
-        print(ido.device_options_source("npu").source)   # e.g. "entry point"
+    Example:
+        >>> import inductor_device_options as ido
+        >>> ido.device_options_source("cpu")
+        DeviceOptionsSource(device_type='cpu', source='torch',
+            description='torch._inductor.cpp_builder.get_cpp_torch_device_options',
+            guaranteed=False)
     """
     name = _registry.normalize_device_type(device_type)
     source = _source(name)
@@ -712,10 +739,12 @@ def known_device_options_sources() -> list[DeviceOptionsSource]:
     Returns:
         A list of :class:`DeviceOptionsSource`.
 
-    Example::
-
-        for source in ido.known_device_options_sources():
-            print(source.device_type, source.source)
+    Example:
+        >>> import inductor_device_options as ido
+        >>> sources = ido.known_device_options_sources()
+        >>> kinds = {source.device_type: source.source for source in sources}
+        >>> kinds["cpu"], kinds["npu"]
+        ('torch', 'entry point')
     """
     from torch._dynamo.device_interface import get_registered_device_interfaces
 
@@ -761,9 +790,11 @@ def hook_state() -> HookState:
     Returns:
         A :class:`HookState`; ``describe()`` gives it as one line.
 
-    Example::
-
-        print(ido.hook_state().describe())
+    Example:
+        >>> import inductor_device_options as ido
+        >>> import torch._inductor.cpp_builder  # installs the hook
+        >>> ido.hook_state().describe()
+        'hook installed, chaining to torch._inductor.cpp_builder.get_cpp_torch_device_options'
     """
     import torch
 

@@ -29,7 +29,18 @@ from ._errors import InvalidCppDeviceOptionsError
 
 
 class CppDeviceOptions(NamedTuple):
-    """The seven lists ``get_cpp_torch_device_options`` returns, by name."""
+    """The seven lists ``get_cpp_torch_device_options`` returns, by name.
+
+    A provider may return it or a plain 7-tuple of lists of ``str``; the package hands
+    Inductor the plain tuple torch's function returns (:meth:`as_tuple`).
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> options = ido.CppDeviceOptions.empty()
+        >>> options.definitions.append("USE_ACME")
+        >>> options.as_tuple()
+        (['USE_ACME'], [], [], [], [], [], [])
+    """
 
     definitions: list[str]
     include_dirs: list[str]

@@ -145,17 +145,23 @@ def register_cpp_device_options(device_type: str, callback: CppDeviceOptionsCall
     Inductor first asks, before anything reaches g++
     (:class:`InvalidCppDeviceOptionsError`).
 
-    Example::
-
-        import inductor_device_options as ido
-
-        def acme_options(device_type, aot_mode, compile_only):
-            options = ido.default_cpp_device_options(device_type, aot_mode, compile_only)
-            options.definitions.append("USE_ACME")
-            options.include_dirs.append("/opt/acme/include")
-            return options
-
-        ido.register_cpp_device_options("acme", acme_options)
+    Example:
+        >>> import inductor_device_options as ido
+        >>> def acme_options(device_type, aot_mode, compile_only):
+        ...     options = ido.default_cpp_device_options(device_type, aot_mode, compile_only)
+        ...     options.definitions.append("USE_ACME")
+        ...     options.include_dirs.append("/opt/acme/include")
+        ...     return options
+        >>> ido.register_cpp_device_options("acme", acme_options)
+        >>> options = ido.get_cpp_device_options("acme")
+        >>> "USE_ACME" in options.definitions, options.include_dirs[-1]
+        (True, '/opt/acme/include')
+        >>> ido.register_cpp_device_options("ACME", acme_options)
+        Traceback (most recent call last):
+        ...
+        inductor_device_options.InvalidDeviceTypeError: cannot register C++ device options
+        for 'ACME' ...: torch names devices in lower case: Inductor asks for 'acme', never
+        'ACME', so the registration would never apply
     """
     provider = _checked_provider(device_type, callback)
     previous = _put(provider)
@@ -235,9 +241,11 @@ def unregister_cpp_device_options(device_type: str) -> bool:
     Raises:
         InvalidDeviceTypeError: ``device_type`` is not a device name.
 
-    Example::
-
-        ido.unregister_cpp_device_options("acme")
+    Example:
+        >>> import inductor_device_options as ido
+        >>> ido.register_cpp_device_options("acme", lambda d, a, c: ([], [], [], [], [], [], []))
+        >>> ido.unregister_cpp_device_options("acme"), ido.unregister_cpp_device_options("acme")
+        (True, False)
     """
     name = normalize_device_type(device_type)
     with _lock:
@@ -263,10 +271,15 @@ def registered_cpp_device_options(
 
     Args and raises: as :func:`register_cpp_device_options`, without its warning.
 
-    Example::
-
-        with ido.registered_cpp_device_options("acme", acme_options):
-            model = torch.compile(model, options={"cpp_wrapper": True})
+    Example:
+        >>> import inductor_device_options as ido
+        >>> def acme_options(device_type, aot_mode, compile_only):
+        ...     return (["USE_ACME"], [], [], [], [], [], [])
+        >>> with ido.registered_cpp_device_options("acme", acme_options):
+        ...     ido.get_cpp_device_options("acme").definitions
+        ['USE_ACME']
+        >>> ido.device_options_source("acme").source
+        'torch'
     """
     provider = _checked_provider(device_type, callback)
     previous = _put(provider)
@@ -306,9 +319,20 @@ def guarantee_cpp_device_options(device_type: str) -> None:
         InvalidDeviceTypeError: ``device_type`` is not a device name Inductor can ask for.
         ReservedDeviceTypeError: cpu, cuda, xpu or mps.
 
-    Example::
-
-        ido.guarantee_cpp_device_options("npu")
+    Example:
+        >>> import inductor_device_options as ido
+        >>> import torch._inductor.cpp_builder as cpp_builder
+        >>> def options(device_type, aot_mode, compile_only):
+        ...     return (["USE_ACME"], ["relative/include"], [], [], [], [], [])
+        >>> cpp_builder.register_cpp_device_options("acme", options)
+        >>> ido.get_cpp_device_options("acme").include_dirs  # torch's door: as returned
+        ['relative/include']
+        >>> ido.guarantee_cpp_device_options("acme")
+        >>> ido.get_cpp_device_options("acme")
+        Traceback (most recent call last):
+        ...
+        inductor_device_options.InvalidCppDeviceOptionsError: C++ options for device 'acme'
+        from ...options: include_dirs[0] = 'relative/include' is relative: ...
     """
     name = normalize_device_type(device_type)
     if name in RESERVED_DEVICE_TYPES:

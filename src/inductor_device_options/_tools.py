@@ -176,11 +176,18 @@ def runpath(directory: str | os.PathLike[str]) -> str:
             ``$ORIGIN``), whitespace, a quote or a backslash (Inductor does not quote
             ldflags), a newline or a NUL.
 
-    Example::
+    Example:
+        >>> import inductor_device_options as ido
+        >>> ido.runpath("/opt/acme/lib")
+        'Wl,-rpath,/opt/acme/lib'
+        >>> ido.runpath("/opt/acme,1.0/lib")
+        Traceback (most recent call last):
+        ...
+        inductor_device_options.RunpathError: runpath '/opt/acme,1.0/lib' holds ',': g++
+        splits -Wl, at every comma, so ld would get the path in pieces
 
-        options.libraries_dirs.append("/opt/acme/lib")
-        options.libraries.append("acme_rt")
-        options.ldflags.append(ido.runpath("/opt/acme/lib"))
+        In a provider: ``options.ldflags.append(ido.runpath(lib_dir))``, beside
+        ``options.libraries_dirs.append(lib_dir)`` and its libraries.
     """
     path = os.fspath(directory)
     if not os.path.isabs(path):
