@@ -4,7 +4,8 @@
 
 registry: the device's options reach Inductor through register_cpp_device_options (the hook).
 replacement: the same options, installed by replacing cpp_builder.get_cpp_torch_device_options
-directly, as backends do today (the hook is then bypassed: Inductor calls the replacement).
+directly, as backends do today: written to the module's __dict__, past the hook, so that
+Inductor calls the replacement alone (it computes torch's defaults with torch's function).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import torch
 import torch._inductor.cpp_builder as cpp_builder
 
-from inductor_device_options import sample, unregister_cpp_device_options
+from inductor_device_options import CppDeviceOptions, sample, unregister_cpp_device_options
 from inductor_device_options.sample.sdk import sdk_options_for
 
 
@@ -26,10 +27,13 @@ def install_replacement(runtime_lib_dir: Any) -> None:
 
     def replacement(device_type: str, aot_mode: bool = False, compile_only: bool = False) -> Any:
         if device_type == sample.DEVICE_NAME:
-            return tuple(sdk_options_for(runtime_lib_dir, device_type, aot_mode, compile_only))
+            defaults = CppDeviceOptions(*stock(device_type, aot_mode, compile_only))
+            return tuple(
+                sdk_options_for(runtime_lib_dir, device_type, aot_mode, compile_only, defaults)
+            )
         return stock(device_type, aot_mode, compile_only)
 
-    cpp_builder.get_cpp_torch_device_options = replacement
+    cpp_builder.__dict__["get_cpp_torch_device_options"] = replacement
 
 
 def main(variant: str, cache_dir: str) -> None:

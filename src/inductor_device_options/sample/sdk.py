@@ -76,10 +76,18 @@ def build_runtime_library(lib_dir: Path) -> Path:
 
 
 def sdk_options_for(
-    runtime_lib_dir: Path, device_type: str, aot_mode: bool, compile_only: bool
+    runtime_lib_dir: Path,
+    device_type: str,
+    aot_mode: bool,
+    compile_only: bool,
+    defaults: CppDeviceOptions | None = None,
 ) -> CppDeviceOptions:
-    """Torch's defaults for ``device_type`` plus what the sample SDK needs."""
-    options = default_cpp_device_options(device_type, aot_mode, compile_only)
+    """Torch's defaults for ``device_type`` (or ``defaults``) plus what the sample SDK needs."""
+    options = (
+        default_cpp_device_options(device_type, aot_mode, compile_only)
+        if defaults is None
+        else defaults
+    )
     options.definitions.append(DEVICE_MACRO)
     options.include_dirs.append(str(SDK_INCLUDE_DIR))
     options.libraries_dirs.append(str(runtime_lib_dir))
