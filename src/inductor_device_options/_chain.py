@@ -116,10 +116,10 @@ class _Local(threading.local):
 
 
 _local = _Local()
-# How many adopted functions run, in all threads: while none does, a lookup need not look
-# at its thread's frames (the fast path of torch's own devices).
-_running = [0]
-_running_lock = threading.Lock()
+# Whether any function was ever adopted, in any chain: until one is, a lookup need not look
+# at its thread's frames (the fast path of torch's own devices). Never reset: a flag, so
+# that running an adopted function takes no lock.
+_adopted_once = [False]
 # The frame ``bypassing`` pushes: lookups under it are no call-back of an adopted function.
 _BARRIER = object()
 
@@ -193,6 +193,7 @@ class Chain:
             state = self._state_of(value)
             if state is None:
                 state = self._state(Adopted(value), self.current)
+                _adopted_once[0] = True
             self.current = state
             self.module.__dict__[FUNCTION] = state.entry
         return True
@@ -221,7 +222,7 @@ class Chain:
 
         def get_cpp_torch_device_options(*args: Any, **kwargs: Any) -> Any:
             device_type = args[0] if args else kwargs.get("device_type")
-            if _running[0]:  # an adopted function runs somewhere: is it this thread's, above?
+            if _adopted_once[0]:  # an adopted function may run in this thread, above?
                 frames = _local.frames
                 if frames and _same_device(frames[-1][0], device_type):
                     frames[-1][1] = True  # it called back: it chains
@@ -262,8 +263,6 @@ class Chain:
         frames = _local.frames
         frame = [device_type, False]
         frames.append(frame)
-        with _running_lock:
-            _running[0] += 1
         error: Exception | None = None
         try:
             result = adopted(args, kwargs)
@@ -271,8 +270,6 @@ class Chain:
             result, error = None, caught
         finally:
             frames.pop()
-            with _running_lock:
-                _running[0] -= 1
         chained = frame[1] is True
         adopted.observe(chained)
         device = None if chained else self._served_device(args, kwargs)
@@ -290,15 +287,13 @@ class Chain:
         return result
 
     def _served_device(self, args: Args, kwargs: Kwargs) -> str | None:
-        device = _device_name(args, kwargs)
-        if device is None and self._serves_reserved is not None:
-            device_type = args[0] if args else kwargs.get("device_type")
-            if (
-                type(device_type) is str
-                and device_type in _registry.RESERVED_DEVICE_TYPES
-                and self._serves_reserved(device_type)
-            ):
-                device = device_type
+        device_type = args[0] if args else kwargs.get("device_type")
+        if type(device_type) is str and device_type in _registry.RESERVED_DEVICE_TYPES:
+            if self._serves_reserved is None or not self._serves_reserved(device_type):
+                return None  # torch's own device, registered nowhere: the common case
+            device: str | None = device_type
+        else:
+            device = _device_name(args, kwargs)
         return None if device is None or device in _local.bypassed else device
 
     def _evaluate_bottom(self, device: str | None, args: Args, kwargs: Kwargs) -> Any:

@@ -332,13 +332,20 @@ def install(module: ModuleType) -> None:
             current
         )
         bottom = _with_interface_lookup(current) if backport else current
+        module_dict = module.__dict__
+
+        def serves_reserved(device_type: str) -> bool:
+            # On every lookup of torch's own devices: as cheap as a dict lookup can be.
+            registry = module_dict.get(REGISTRY)
+            return registry is not None and device_type in registry
+
         chain = Chain(
             module,
             current,
             _serve,
             lambda args, kwargs: bottom(*args, **kwargs),
             call_base=bottom,
-            serves_reserved=lambda device_type: device_type in (_torch_registry(module) or ()),
+            serves_reserved=serves_reserved,
         )
         _installation = _Installation(module, "hook", chain, backport=backport)
         make_adopting(module, chain)
