@@ -25,13 +25,16 @@ def install_replacement(runtime_lib_dir: Any) -> None:
     unregister_cpp_device_options(sample.DEVICE_NAME)
     stock = cpp_builder.get_cpp_torch_device_options.__wrapped__  # type: ignore[attr-defined]
 
-    def replacement(device_type: str, aot_mode: bool = False, compile_only: bool = False) -> Any:
+    def replacement(
+        device_type: str, aot_mode: bool = False, compile_only: bool = False, **kwargs: Any
+    ) -> Any:
+        # **kwargs: torch 2.15 passes cpp_stdlib=, which a replacement must take to work there.
+        defaults = CppDeviceOptions(*stock(device_type, aot_mode, compile_only, **kwargs))
         if device_type == sample.DEVICE_NAME:
-            defaults = CppDeviceOptions(*stock(device_type, aot_mode, compile_only))
             return tuple(
                 sdk_options_for(runtime_lib_dir, device_type, aot_mode, compile_only, defaults)
             )
-        return stock(device_type, aot_mode, compile_only)
+        return tuple(defaults)
 
     cpp_builder.__dict__["get_cpp_torch_device_options"] = replacement
 
