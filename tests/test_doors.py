@@ -506,7 +506,8 @@ def test_one_line_brings_torchs_doors_under_the_packages_guarantees(
         )
         assert ido.device_options_source(device_type).guaranteed
     bad = (["USE_MOCK"], ["relative/include"], [], [], [], [], [])
-    cpp_builder.register_cpp_device_options("mock", lambda d, a, c: bad)  # type: ignore[attr-defined]
+    with pytest.warns(UserWarning, match="already registered"):
+        cpp_builder.register_cpp_device_options("mock", lambda d, a, c: bad)  # type: ignore[attr-defined]
     with pytest.raises(ido.InvalidCppDeviceOptionsError, match="is relative"):
         ido.get_cpp_device_options("mock")
 

@@ -162,6 +162,8 @@ def register_cpp_device_options(device_type: str, callback: CppDeviceOptionsCall
         inductor_device_options.InvalidDeviceTypeError: cannot register C++ device options
         for 'ACME' ...: torch names devices in lower case: Inductor asks for 'acme', never
         'ACME', so the registration would never apply
+        >>> ido.unregister_cpp_device_options("acme")
+        True
     """
     provider = _checked_provider(device_type, callback)
     previous = _put(provider)
@@ -243,8 +245,8 @@ def unregister_cpp_device_options(device_type: str) -> bool:
 
     Example:
         >>> import inductor_device_options as ido
-        >>> ido.register_cpp_device_options("acme", lambda d, a, c: ([], [], [], [], [], [], []))
-        >>> ido.unregister_cpp_device_options("acme"), ido.unregister_cpp_device_options("acme")
+        >>> ido.register_cpp_device_options("widget", lambda d, a, c: ([], [], [], [], [], [], []))
+        >>> ido.unregister_cpp_device_options("widget"), ido.unregister_cpp_device_options("widget")
         (True, False)
     """
     name = normalize_device_type(device_type)
