@@ -740,8 +740,8 @@ def _interface_answering(device_type: str) -> type | None:
 
 def known_device_options_sources() -> list[DeviceOptionsSource]:
     """Every device this process knows a source for: torch's own, registered (through
-    either door), declared, and devices whose DeviceInterface defines
-    ``get_cpp_device_options``, sorted by device type.
+    either door), declared, and devices whose DeviceInterface's ``get_cpp_device_options``
+    is asked (by torch 2.15, or by the backport), sorted by device type.
 
     Returns:
         A list of :class:`DeviceOptionsSource`.
@@ -761,7 +761,7 @@ def known_device_options_sources() -> list[DeviceOptionsSource]:
     names.update(
         name
         for name, _ in get_registered_device_interfaces()
-        if name not in _registry.RESERVED_DEVICE_TYPES and interface_defining_cpp_options(name)
+        if _interface_answering(name) is not None
     )
     return [device_options_source(name) for name in sorted(names)]
 
