@@ -96,7 +96,7 @@ def _serve(device_type: str, args: Args, kwargs: Kwargs, default: Thunk) -> Any:
     """The package's sources for ``device_type``, ``default`` being what is below them."""
     installation = _installed()
     aot_mode, compile_only = flags(args, kwargs)
-    _check_cpp_stdlib(device_type, args, kwargs, lambda: _served_by(device_type))
+    _check_cpp_stdlib(device_type, args, kwargs, lambda: _source(device_type))
     with pending_default(device_type, aot_mode, compile_only, default):
         served = serve(
             device_type,
@@ -117,35 +117,33 @@ def _torch_registry(module: ModuleType) -> Mapping[str, object] | None:
 
 
 def _check_cpp_stdlib(
-    device_type: str, args: Args, kwargs: Kwargs, served_by: Callable[[], str | None]
+    device_type: str, args: Args, kwargs: Kwargs, served_by: Callable[[], Source | None]
 ) -> None:
     """torch 2.15 rejects a ``cpp_stdlib=`` it would ignore (``_validate_cpp_stdlib``) before
     it looks for a device's options: a device the package serves is checked the same way,
-    before its provider is called. ``served_by()`` names the provider, None: not served."""
+    before its provider is called. ``served_by()``: the source, None: not served. Only a
+    source with the package's guarantees gets a note naming it: a registration through
+    torch's door gets torch's error exactly."""
     cpp_stdlib = args[3] if len(args) > 3 else kwargs.get("cpp_stdlib")
     if cpp_stdlib is None or cpp_stdlib == "libstdc++":  # torch's default: nothing to check
         return
     validate = getattr(_installed().module, "_validate_cpp_stdlib", None)
     if validate is None:  # before 2.15 torch has no such parameter
         return
-    provider = served_by()
-    if provider is None:  # the function below decides, as without the package
+    source = served_by()
+    if source is None:  # the function below decides, as without the package
         return
     aot_mode, _ = flags(args, kwargs)
     try:
         validate(cpp_stdlib, device_type, aot_mode)
     except Exception as error:
-        add_note(
-            error,
-            f"device {device_type!r} gets its C++ options from {provider}; torch checks "
-            "cpp_stdlib for it as for its own devices",
-        )
+        if source.guaranteed:
+            add_note(
+                error,
+                f"device {device_type!r} gets its C++ options from the {source.kind} "
+                f"{source.description}; torch checks cpp_stdlib for it as for its own devices",
+            )
         raise
-
-
-def _served_by(device_type: str) -> str | None:
-    source = _source(device_type)
-    return None if source is None else f"the {source.kind} {source.description}"
 
 
 def _native_dispatcher(
