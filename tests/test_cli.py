@@ -108,8 +108,8 @@ COMMON_KEYS = {"schema", "version", "torch_version"}
 DEVICE_KEYS = COMMON_KEYS | {"device_type", "aot_mode", "source", "error"}
 KEYS = {
     "list": COMMON_KEYS
-    | {"hook", "devices", "invalid_declarations", "declaration_conflicts", "notes"},
-    "show": DEVICE_KEYS | {"compile_only", "options", "commands", "notes"},
+    | {"hook", "devices", "invalid_declarations", "declaration_conflicts", "not_asked", "notes"},
+    "show": DEVICE_KEYS | {"compile_only", "options", "commands", "asked", "notes"},
     "doctor": DEVICE_KEYS | {"ok", "exit_code", "checks", "notes"},
     "doctor-all": COMMON_KEYS | {"aot_mode", "ok", "exit_code", "devices", "notes"},
 }
@@ -389,6 +389,7 @@ def test_doctor_passes_a_healthy_device_and_leaves_nothing_behind(
     assert (document["ok"], document["exit_code"], document["error"]) == (True, 0, None)
     assert_source(document["source"], "clidev", "entry point")
     checks = checks_of(document)
+    assert checks.pop("device_asked")["status"] == "skip"  # no backend: no wrapper codegen
     assert {check["status"] for check in checks.values()} == {"pass"}
     # torch 2.6's own defaults name include/TH and include/THC, which its wheel lacks.
     from torch.utils.cpp_extension import include_paths
@@ -446,12 +447,13 @@ def test_doctor_names_a_missing_include_dir_in_plain_text(
     assert "      fix:   install the device SDK or fix its provider (entry point noincdev" in out
     assert [line[:4] for line in lines if line[:4] in {"PASS", "WARN", "FAIL", "SKIP"}] == [
         "PASS",
+        "SKIP",
         "PASS",
         "PASS",
         "FAIL",
         *["PASS"] * 5,
     ]
-    assert lines[-1] == "1 of 9 checks failed."
+    assert lines[-1] == "1 of 10 checks failed."
 
 
 def test_a_provider_raising_system_exit_0_is_a_failed_check_not_a_success(
@@ -460,10 +462,10 @@ def test_a_provider_raising_system_exit_0_is_a_failed_check_not_a_success(
     checks = checks_of(json_of(doctors["exit_json"], "doctor", 1))
     [problem] = checks["options"]["problems"]
     assert problem["cause"] == "SystemExit: 0"
-    assert [check["status"] for check in checks.values()] == ["pass", "fail"] + ["skip"] * 7
+    assert [check["status"] for check in checks.values()] == ["pass", "skip", "fail"] + ["skip"] * 7
     out = text_of(doctors["exit_text"], 1)
     assert "FAIL  options computed: the provider raised SystemExit" in out
-    assert out.splitlines()[-1] == "1 of 9 checks failed."
+    assert out.splitlines()[-1] == "1 of 10 checks failed."
     show = json_of(doctors["exit_show"], "show", 1)
     assert show["error"]["type"] == "SystemExit"
     assert show["options"] is None
@@ -475,7 +477,7 @@ def test_flags_are_well_formed_only_if_g_plus_plus_gets_them_as_meant(
     """A response file, and a library dir whose real path has a space: neither is what the
     provider wrote reaching g++ as one argument. No probe is built with them."""
     rsp = checks_of(json_of(doctors["response_file"], "doctor", 1))
-    assert [check["status"] for check in rsp.values()][1:] == ["pass", "fail"] + ["skip"] * 6
+    assert [check["status"] for check in rsp.values()][2:] == ["pass", "fail"] + ["skip"] * 6
     [problem] = rsp["flags"]["problems"]
     assert problem["cause"].startswith(
         f"definitions[1] = '@{site}/clidev_sdk/rsp' reaches g++ as the argument "
@@ -519,7 +521,7 @@ def test_doctor_reports_a_provider_error_with_its_fix(doctors: dict[str, Run]) -
     [problem] = checks["options"]["problems"]
     assert problem["cause"] == "RuntimeError: the clidev SDK is not set up"
     assert problem["fix"] == "run clidev-setup"
-    assert [check["status"] for check in checks.values()] == ["pass", "fail"] + ["skip"] * 7
+    assert [check["status"] for check in checks.values()] == ["pass", "skip", "fail"] + ["skip"] * 7
 
 
 def test_doctor_names_each_malformed_flag_of_a_given_provider(doctors: dict[str, Run]) -> None:
@@ -696,7 +698,8 @@ def test_paths_that_are_not_utf8_are_shown_escaped_and_nothing_fails(
     )
     out = text_of(not_utf8["doctor"], 0)
     assert f"{cpp_wrapper_device_header('utfdev')} in {escaped} (" in out
-    assert out.splitlines()[-1] == f"All {len(CHECK_NAMES)} checks passed."
+    # The device's builds: no backend in the process registered a codegen for it.
+    assert out.splitlines()[-1] == f"All {len(CHECK_NAMES) - 1} checks passed; 1 skipped."
 
 
 # --- doctor --all -----------------------------------------------------------------------------
@@ -734,9 +737,9 @@ def test_doctor_all_checks_every_device_one_line_each(every_device: dict[str, Ru
     lines = out.splitlines()
     checks = len(CHECK_NAMES)
     for line in [
-        f"PASS  alldev     entry point: all {checks} checks passed",
+        f"PASS  alldev     entry point: all {checks - 1} checks passed; 1 skipped",
         f"FAIL  brokendev  registration: 1 of {checks + 1} checks failed: provider loads",
-        f"PASS  flagdev    registration: all {checks} checks passed",
+        f"PASS  flagdev    registration: all {checks - 1} checks passed; 1 skipped",
         "SKIP  npu        entry point: skipped: torch_npu is not installed (the bundled Ascend "
         "provider's device); `inductor-device-options doctor npu` checks it anyway",
         f"FAIL  otherdev   entry point: 2 of {checks} checks failed: libraries found, probe "
@@ -903,3 +906,54 @@ def test_colour_only_on_a_terminal_without_no_color(
     else:
         monkeypatch.setenv("NO_COLOR", no_color)
     assert (ANSI in cli._Style.for_stream(stream).fail("FAIL")) is coloured
+
+
+# --- a backend whose builds ask for another device type ----------------------------------
+
+OPENREG_SHAPED_BACKEND = """\
+import inductor_device_options as ido
+from torch._inductor.codegen import common
+from torch._inductor.codegen.cpp import CppScheduling
+from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
+from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+
+
+class OpenregShapedCodegen(CppWrapperCpu):  # device left as CppWrapperCpu's "cpu"
+    @staticmethod
+    def create(*args):
+        return OpenregShapedCodegen()
+
+
+common.register_backend_for_device(
+    "cliasked", CppScheduling, PythonWrapperCodegen, OpenregShapedCodegen
+)
+
+
+def options(device_type, aot_mode, compile_only):
+    return ido.default_cpp_device_options(device_type, aot_mode, compile_only)
+"""
+
+
+def test_show_and_doctor_say_when_the_builds_ask_for_another_device(tmp_path: Path) -> None:
+    (tmp_path / "cliasked_backend.py").write_text(OPENREG_SHAPED_BACKEND)
+    provider = ["--provider", "cliasked_backend:options"]
+    runs = run_concurrently(
+        tmp_path,
+        {
+            "show": {"args": ["show", "cliasked", *provider, "--json"]},
+            "show_text": {"args": ["show", "cliasked", *provider]},
+            "doctor": {"args": ["doctor", "cliasked", *provider]},
+        },
+    )
+    asked = json_of(runs["show"], "show", 0)["asked"]
+    assert (asked["asked"], asked["codegen"]) == ("cpu", "cliasked_backend.OpenregShapedCodegen")
+    assert (
+        "builds: cpp_wrapper builds ask for 'cpu' (cliasked_backend.OpenregShapedCodegen "
+        "reports 'cpu' (CppWrapperCpu's default: it never sets self.device)); these options "
+        "never reach them"
+    ) in text_of(runs["show_text"], 0).splitlines()
+    out = text_of(runs["doctor"], 1)
+    assert "FAIL  builds ask for the device: cpp_wrapper builds ask for 'cpu', not 'cliasked'" in (
+        out.splitlines()
+    )
+    assert "set self.device = 'cliasked' before super().__init__()" in out

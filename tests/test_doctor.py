@@ -29,6 +29,7 @@ from support import (
     shared_test_dir,
 )
 from test_coexistence import synthetic_cann as minimal_cann
+from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
 
 import inductor_device_options as ido
 from inductor_device_options import _doctor, _inductor_headers, _module_load, ascend
@@ -100,7 +101,7 @@ def write_sdk(root: Path, devices: tuple[str, ...]) -> Sdk:
     return sdk
 
 
-DEVICES = ("acme", "acmeaot", "acmeshadow", "acmedeclared")
+DEVICES = ("acme", "acmeaot", "acmeshadow", "acmedeclared", "acmeasked")
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +158,12 @@ def statuses(checks: dict[str, Check]) -> dict[str, str]:
 
 
 def all_pass(checks: dict[str, Check]) -> bool:
-    return set(statuses(checks).values()) == {"pass"}
+    """Every check passes; which device type the builds ask for is unknown (skipped) where
+    no backend registered a wrapper codegen for the device, as for these test devices."""
+    found = statuses(checks)
+    asked = found.pop("device_asked")
+    no_codegen = "no C++ wrapper codegen is registered" in checks["device_asked"].summary
+    return set(found.values()) == {"pass"} and (asked == "pass" or no_codegen)
 
 
 # --- the headers Inductor includes --------------------------------------------------------
@@ -325,6 +331,111 @@ def test_included_names_are_read_off_include_lines(text: str, names: tuple[str, 
     assert _inductor_headers.included_names(text) == names
 
 
+# --- which device type the builds ask for ---------------------------------------------------
+
+
+class _OpenregShapedWrapper(CppWrapperCpu):
+    """As openreg-derived backends write their codegen: ``device`` left "cpu"."""
+
+    @staticmethod
+    def create(*args: object) -> CppWrapperCpu:
+        return _OpenregShapedWrapper()
+
+
+class _ReportingWrapper(CppWrapperCpu):
+    """The fix: the codegen reports its device. Its own include method names the SDK's
+    header only: what torch's precompile step includes is torch's business."""
+
+    def __init__(self) -> None:
+        self.device = "acmeasked"
+        super().__init__()
+
+    @staticmethod
+    def get_device_include_path_jit(device: str) -> str:
+        return "#include <acme/acme.h>"
+
+    get_device_include_path = get_device_include_path_jit  # torch 2.10-2.12's name
+
+    @staticmethod
+    def create(*args: object) -> CppWrapperCpu:
+        return _ReportingWrapper()
+
+
+@pytest.fixture
+def asked_backend() -> Iterator[Callable[[type[CppWrapperCpu]], None]]:
+    """Registers a backend for "acmeasked" with the given wrapper codegen, as backends do."""
+    from torch._inductor.codegen import common
+    from torch._inductor.codegen.cpp import CppScheduling
+    from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+
+    def register(codegen: type[CppWrapperCpu]) -> None:
+        common.register_backend_for_device(
+            "acmeasked", CppScheduling, PythonWrapperCodegen, codegen
+        )
+        common.register_device_op_overrides("acmeasked", common.DeviceOpOverrides())
+
+    yield register
+    common.device_codegens.pop("acmeasked", None)
+    common.device_op_overrides_dict.pop("acmeasked", None)
+
+
+def test_a_codegen_that_reports_cpu_fails_naming_it_the_device_asked_and_the_provider(
+    sdk: Sdk, tmp_path: Path, asked_backend: Callable[[type[CppWrapperCpu]], None]
+) -> None:
+    """The openreg-derived shape: its builds ask for "cpu", the device's options are never
+    consulted. Everything else about the device passes: only this check can catch it."""
+    asked_backend(_OpenregShapedWrapper)
+    callback = provider(sdk, runpath=True)
+    checks = doctor("acmeasked", callback, tmp_path)
+    check = checks["device_asked"]
+    assert (check.status, check.summary) == (
+        "fail",
+        "cpp_wrapper builds ask for 'cpu', not 'acmeasked'",
+    )
+    [problem] = check.problems
+    codegen = f"{__name__}._OpenregShapedWrapper"
+    assert f"{codegen} reports 'cpu' (CppWrapperCpu's default" in problem.cause
+    assert "CppTorchDeviceOptions(device_type='cpu')" in problem.cause
+    assert f"from {describe_callable(callback)} are never consulted" in problem.cause
+    assert f"in {codegen}.__init__, set self.device = 'acmeasked'" in problem.fix
+    assert "torch/csrc/inductor/cpp_wrapper/acmeasked.h" in problem.fix
+    assert [name for name, status in statuses(checks).items() if status == "fail"] == [
+        "device_asked"
+    ]
+
+
+@pytest.mark.parametrize("shipped", [True, False], ids=["header shipped", "header missing"])
+def test_a_codegen_that_reports_its_device_needs_the_header_torch_precompiles(
+    sdk: Sdk,
+    tmp_path: Path,
+    asked_backend: Callable[[type[CppWrapperCpu]], None],
+    shipped: bool,
+) -> None:
+    """torch's precompile step includes cpp_wrapper/<device>.h whatever the codegen's own
+    include method names (here: torch's default, the same header, or none on torch 2.6)."""
+    asked_backend(_ReportingWrapper)
+    checks = doctor("acmeasked", provider(sdk, runpath=True, inductor_headers=shipped), tmp_path)
+    assert checks["device_asked"].status == "pass"
+    assert checks["device_asked"].summary.startswith(
+        f"cpp_wrapper builds ask for 'acmeasked' ({__name__}._ReportingWrapper reports"
+    )
+    from torch._inductor import codecache
+
+    header = "torch/csrc/inductor/cpp_wrapper/acmeasked.h"
+    if shipped:
+        assert all_pass(checks), checks
+        return
+    if not hasattr(codecache, "_get_cpp_wrapper_header"):
+        pytest.skip(f"torch {torch.__version__} precompiles no header")
+    check = checks["headers"]
+    assert check.status == "fail"
+    [problem] = check.problems
+    assert f"`#include <{header}>`" in problem.cause
+    assert "torch precompiles it for 'acmeasked' (codecache._get_cpp_wrapper_header)" in (
+        problem.cause
+    )
+
+
 # --- shadowed headers ---------------------------------------------------------------------
 
 
@@ -351,8 +462,9 @@ def test_a_shadowed_header_warns_with_every_full_path_and_the_one_used(
         f"{same}/acme/acme.h (differs)",
         f"{sdk.include}/acme/acme.h (differs)",
     )
-    assert {name for name, status in statuses(checks).items() if status != "pass"} == {
-        "shadowed_headers"
+    assert {name: status for name, status in statuses(checks).items() if status != "pass"} == {
+        "device_asked": "skip",  # no backend registered a codegen for the device
+        "shadowed_headers": "warn",
     }
 
 
@@ -396,7 +508,12 @@ def test_a_library_off_the_loader_s_path_fails_naming_it_how_each_resolved_and_t
 ) -> None:
     monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
     checks = doctor("acme", provider(sdk), tmp_path)
-    assert [name for name, status in statuses(checks).items() if status != "pass"] == ["probe_load"]
+    found = statuses(checks)
+    assert [name for name, status in found.items() if status != "pass"] == [
+        "device_asked",  # no backend registered a codegen for the device
+        "probe_load",
+    ]
+    assert found["device_asked"] == "skip"
     check = checks["probe_load"]
     assert check.summary == "libacme_rt.so is not found at run time"
     [problem] = check.problems

@@ -7,7 +7,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from support import check_python, pythonpath_with, write_distribution
+from support import check_python, pythonpath_with, run_python, write_distribution
 
 import inductor_device_options as ido
 from inductor_device_options import _registry
@@ -212,3 +212,48 @@ def test_loading_an_entry_point_never_deadlocks_with_a_module_registering_at_imp
         timeout=120,
     )
     assert out.splitlines() == ["['LOCKDEV']", "lock_provider.<lambda>"]
+
+
+# --- "cpu": torch's own, and what a backend whose builds ask for it does instead ------------
+
+CPU_REGISTERING_BACKEND = """\
+import torch
+import inductor_device_options as ido
+
+
+def autoload():
+    torch.utils.rename_privateuse1_backend("mydev")
+    ido.register_cpp_device_options("cpu", lambda device_type, aot_mode, compile_only: None)
+"""
+
+
+def test_registering_cpu_is_refused_saying_what_to_do_instead(tmp_path: Path) -> None:
+    """An openreg-shaped backend whose cpp_wrapper builds ask for "cpu" tries to extend
+    them: refused, naming the device PrivateUse1 took and the fix. Raised in the backend's
+    torch autoload, the refusal stops `import torch` loudly, with the fix on stderr."""
+    (tmp_path / "cpu_backend.py").write_text(CPU_REGISTERING_BACKEND)
+    dist_info = tmp_path / "cpu_backend-1.0.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: cpu-backend\nVersion: 1.0\n")
+    (dist_info / "entry_points.txt").write_text(
+        "[torch.backends]\ncpu_backend = cpu_backend:autoload\n"
+    )
+    finished = run_python("import torch", env={"PYTHONPATH": pythonpath_with(tmp_path)})
+    assert finished.returncode != 0
+    assert "Failed to load the backend extension: cpu_backend" in finished.stderr
+    assert "ReservedDeviceTypeError: cannot register C++ device options for 'cpu'" in (
+        finished.stderr
+    )
+    for fix in (
+        "set self.device = 'mydev' in its __init__ before super().__init__()",
+        "register the provider for 'mydev'",
+        "ship torch/csrc/inductor/cpp_wrapper/mydev.h",
+        "`inductor-device-options doctor mydev` checks all three",
+    ):
+        assert fix in finished.stderr
+
+
+def test_only_the_cpu_refusal_suggests_the_codegen_fix() -> None:
+    with pytest.raises(ido.ReservedDeviceTypeError) as refused:
+        ido.register_cpp_device_options("cuda", print)
+    assert "self.device" not in str(refused.value)  # only "cpu" builds are asked for instead

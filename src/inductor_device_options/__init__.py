@@ -17,6 +17,7 @@ when ``torch._inductor.cpp_builder`` is first imported.
 
 from __future__ import annotations
 
+from ._asked import DeviceNotAskedWarning
 from ._errors import (
     CppDeviceOptionsError,
     InvalidCppDeviceOptionsError,
@@ -58,6 +59,7 @@ __all__ = [
     "CppDeviceOptions",
     "CppDeviceOptionsCallback",
     "CppDeviceOptionsError",
+    "DeviceNotAskedWarning",
     "DeviceOptionsSource",
     "HookState",
     "InvalidCppDeviceOptionsError",

@@ -169,16 +169,20 @@ class Chain:
         *,
         call_base: DeviceOptionsFunction | None = None,
         serves_reserved: Callable[[str], bool] | None = None,
+        observe: Callable[[object], None] | None = None,
     ):
         """``base``: the function there when the hook was installed; ``call_base``: what
         the bottom of the chain calls for it (default ``base``). ``serves_reserved(d)``:
-        whether ``serve`` has a source for torch's own device ``d`` after all."""
+        whether ``serve`` has a source for torch's own device ``d`` after all.
+        ``observe(device_type)``: told of each call of an entry (every question Inductor
+        asks, and again for each wrapper that calls through)."""
         self.module = module
         self.base = base
         self.call_base = base if call_base is None else call_base
         self._serve = serve
         self._base_default = base_default
         self._serves_reserved = serves_reserved
+        self._observe = observe
         self._lock = threading.Lock()
         self.bottom = self._state(None, None)
         self.current = self.bottom
@@ -219,9 +223,12 @@ class Chain:
         reserved = _registry.RESERVED_DEVICE_TYPES
         base = self.base
         serves_reserved = self._serves_reserved
+        observe = self._observe
 
         def get_cpp_torch_device_options(*args: Any, **kwargs: Any) -> Any:
             device_type = args[0] if args else kwargs.get("device_type")
+            if observe is not None:
+                observe(device_type)
             if _adopted_once[0]:  # an adopted function may run in this thread, above?
                 frames = _local.frames
                 if frames and _same_device(frames[-1][0], device_type):

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from . import __version__, _registry
+from ._asked import AskedDevice, asked_device_type, not_asked_fix
 from ._errors import (
     CppDeviceOptionsError,
     InvalidCppDeviceOptionsError,
@@ -43,6 +44,7 @@ from ._hook import (
     served_interface,
 )
 from ._inductor_headers import (
+    DeviceHeaders,
     InvalidHeadersDeclarationError,
     device_headers,
     locate,
@@ -74,6 +76,7 @@ Status = Literal["pass", "warn", "fail", "skip"]
 CHECKS: dict[str, str] = {
     "provider": "provider loads",
     "hook": "options reach Inductor",
+    "device_asked": "builds ask for the device",
     "options": "options computed",
     "flags": "flags well formed",
     "include_dirs": "include dirs exist",
@@ -82,6 +85,13 @@ CHECKS: dict[str, str] = {
     "libraries": "libraries found",
     "probe_build": "probe compiles and links",
     "probe_load": "probe loads",
+    # With --aot and without --compile: always a SKIP that says so.
+    "aoti_runner": "AOTInductor model runner",
+    # doctor --compile (_doctor_compile.py); aoti_load with --aot only.
+    "compile_run": "a real compile on the device",
+    "builds_asked": "the compile asked for the device",
+    "options_reached": "the options reach g++",
+    "aoti_load": "the AOTInductor package loads and runs",
 }
 
 #: Linked into the probe that is loaded: every -l library becomes a NEEDED entry, as in a
@@ -353,6 +363,7 @@ class _Context:
     source: DeviceOptionsSource
     work: Path
     loader: FreshPython | None = None
+    asked: AskedDevice | None = None  # what Inductor's builds ask for, once known
     options: CppDeviceOptions | None = None
     raw: Sequence[object] | None = None  # what the provider returned, when Inductor rejects it
     rejected: InvalidCppDeviceOptionsError | None = None  # and why
@@ -381,8 +392,10 @@ def run_doctor(
     on_check: Callable[[Check], None] = lambda check: None,
     progress: Callable[[str], Callable[[], None]] | None = None,
     loader: FreshPython | None = None,
+    compile: bool = False,
 ) -> list[Check]:
-    """Run every check in order, handing each to ``on_check`` as soon as it is done.
+    """Run every static check in order, handing each to ``on_check`` as soon as it is done
+    (``compile``: the checks of ``--compile`` follow, run by the caller).
 
     ``progress(message)`` is called before each build and returns a function that ends
     the progress display. ``loader`` is the fresh Python the probe is loaded in (started
@@ -394,6 +407,7 @@ def run_doctor(
     (work / f"{PROBE_NAME}.cpp").write_text(PROBE_SOURCE)
     steps: list[Callable[[_Context], Check]] = [
         _check_hook,
+        _check_device_asked,
         _check_options,
         _check_flags,
         _check_include_dirs,
@@ -403,6 +417,8 @@ def run_doctor(
         lambda context: _check_probe_build(context, progress),
         lambda context: _check_probe_load(context, progress),
     ]
+    if aot_mode and not compile:
+        steps.append(_aoti_runner_not_checked)
     with loader or FreshPython() as context.loader:
         for step in steps:
             check = step(context)
@@ -411,9 +427,23 @@ def run_doctor(
     return context.checks
 
 
-def provider_load_failed(error: ProviderLoadError) -> list[Check]:
+#: The checks ``doctor --compile`` adds after the static ones (``aoti_load``: with --aot).
+COMPILE_CHECKS = ("compile_run", "builds_asked", "options_reached", "aoti_load")
+
+
+def check_names(aot_mode: bool, compile: bool) -> list[str]:
+    """The checks a doctor run makes, in order ("provider" only when it fails)."""
+    names = [name for name in CHECKS if name != "provider" and name not in COMPILE_CHECKS]
+    if not aot_mode or compile:
+        names.remove("aoti_runner")
+    if compile:
+        names += [name for name in COMPILE_CHECKS if aot_mode or name != "aoti_load"]
+    return names
+
+
+def provider_load_failed(error: ProviderLoadError, names: Sequence[str]) -> list[Check]:
     """doctor's checks when ``--provider`` cannot be loaded: that one failed, the others
-    skipped (they would check another provider than the one asked for)."""
+    (``names``) skipped: they would check another provider than the one asked for."""
     cause, marker, fix = str(error).partition("\nFix: ")
     reason = type(error.__cause__ or error).__name__
     failed = Check(
@@ -426,11 +456,23 @@ def provider_load_failed(error: ProviderLoadError) -> list[Check]:
     return [
         failed,
         *(
-            Check(name, title, "skip", "skipped: the provider could not be loaded")
-            for name, title in CHECKS.items()
-            if name != "provider"
+            Check(name, CHECKS[name], "skip", "skipped: the provider could not be loaded")
+            for name in names
         ),
     ]
+
+
+def _aoti_runner_not_checked(context: _Context) -> Check:
+    """Said, not checked: no static check can tell whether ``aoti_load_package`` finds a
+    model runner for the device."""
+    return Check(
+        "aoti_runner",
+        CHECKS["aoti_runner"],
+        "skip",
+        "skipped: not checked without --compile: torch keeps its AOTInductor model runners "
+        "in C++ (RegisterAOTIModelRunner), where Python cannot see them; `inductor-device-"
+        f"options doctor {context.device_type} --aot --compile` loads a package",
+    )
 
 
 def _check_hook(context: _Context) -> Check:
@@ -482,6 +524,49 @@ def _check_hook(context: _Context) -> Check:
     )
     detail = f"missing: {', '.join(missing[:5])}; " if missing else ""
     return Check("hook", title, "fail", summary, (Problem(detail + cause, fix),))
+
+
+def _check_device_asked(context: _Context) -> Check:
+    """Which device type the builder gets for the device's cpp_wrapper (or AOTInductor)
+    builds: the device's options reach them only if it is the device itself."""
+    name, title = "device_asked", CHECKS["device_asked"]
+    try:
+        asked = asked_device_type(context.device_type, context.aot_mode)
+    except Exception as error:
+        return Check(
+            name,
+            title,
+            "fail",
+            f"finding the device type asked raised {type(error).__name__}",
+            (
+                Problem(
+                    f"{_error_line(error)}{_located(error)}",
+                    "fix the backend's wrapper codegen class (registered with "
+                    "torch._inductor.codegen.common.register_backend_for_device)",
+                ),
+            ),
+        )
+    context.asked = asked
+    if asked.asked is None:
+        return Check(name, title, "skip", f"skipped: {asked.reason}")
+    if not asked.mismatch:
+        return Check(name, title, "pass", asked.describe())
+    assert asked.codegen is not None  # only a codegen reports another device
+    return Check(
+        name,
+        title,
+        "fail",
+        f"cpp_wrapper builds ask for {asked.asked!r}, not {context.device_type!r}",
+        (
+            Problem(
+                f"{asked.reason}, and Inductor builds the C++ wrapper of a "
+                f"{context.device_type!r} graph with CppTorchDeviceOptions(device_type="
+                f"{asked.asked!r}): the options of {context.device_type!r} from "
+                f"{context.source.description} are never consulted",
+                not_asked_fix(context.device_type, asked.codegen),
+            ),
+        ),
+    )
 
 
 def _interface_answer(context: _Context) -> CppDeviceOptions | None:
@@ -869,6 +954,7 @@ def _check_headers(
                 ),
             ),
         )
+    headers = _with_precompiled_header(headers, context.asked)
     if not headers.names:
         return Check(name, title, "pass", f"none ({headers.origin} names none)")
     from torch._inductor.cpp_builder import get_cpp_compiler
@@ -928,6 +1014,22 @@ def _check_headers(
             ),
         )
     return Check(name, title, "pass", f"{where} ({headers.origin}); preprocessed with the options")
+
+
+def _with_precompiled_header(headers: DeviceHeaders, asked: AskedDevice | None) -> DeviceHeaders:
+    """``headers`` and the header torch's own precompile step includes for the device its
+    builds ask for, whatever the codegen includes."""
+    if asked is None or asked.precompiled_header is None:
+        return headers
+    header = asked.precompiled_header
+    if header in headers.names:
+        return headers
+    return DeviceHeaders(
+        f"{headers.text}#include <{header}>\n",
+        (*headers.names, header),
+        f"{headers.origin}; {header}: torch precompiles it for {asked.asked!r} "
+        "(codecache._get_cpp_wrapper_header)",
+    )
 
 
 def _where_found(found: dict[str, str | None]) -> str:

@@ -26,6 +26,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from . import _registry
+from ._asked import observe_question
 from ._chain import (
     AdoptedFunction,
     Args,
@@ -315,7 +316,9 @@ def install(module: ModuleType) -> None:
             return
         native_register = module.__dict__.get(REGISTER)
         if callable(native_register) and not getattr(native_register, _BACKPORT_MARK, False):
-            chain = Chain(module, current, _serve, _native_base_default(module, current))
+            chain = Chain(
+                module, current, _serve, _native_base_default(module, current), observe=_observe
+            )
             _installation = _Installation(module, "native", chain, native_register)
             make_adopting(module, chain)
             if _forward_registration not in _registry._registration_listeners:
@@ -344,9 +347,19 @@ def install(module: ModuleType) -> None:
             lambda args, kwargs: bottom(*args, **kwargs),
             call_base=bottom,
             serves_reserved=serves_reserved,
+            observe=_observe,
         )
         _installation = _Installation(module, "hook", chain, backport=backport)
         make_adopting(module, chain)
+
+
+def _observe(device_type: object) -> None:
+    observe_question(device_type, _is_served)
+
+
+def _is_served(device_type: str) -> bool:
+    """Whether the package knows a source of options for ``device_type`` (either door)."""
+    return _source(device_type) is not None or _interface_answering(device_type) is not None
 
 
 def _forward_registration(device_type: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -205,7 +206,7 @@ def _checked_provider(device_type: str, callback: CppDeviceOptionsCallback) -> P
             f"cannot register C++ device options for {name!r} (callback "
             f"{describe_callable(callback)}): torch computes the options of "
             f"{', '.join(sorted(RESERVED_DEVICE_TYPES))} itself, and they must stay exactly "
-            "as torch computes them",
+            f"as torch computes them{_cpu_labelled_builds_fix(name)}",
             device_type=name,
             provider=describe_callable(callback),
         )
@@ -227,6 +228,31 @@ def _checked_provider(device_type: str, callback: CppDeviceOptionsCallback) -> P
             provider=repr(callback),
         )
     return Provider(name, callback, "registration", describe_callable(callback))
+
+
+def _cpu_labelled_builds_fix(name: str) -> str:
+    """What a backend whose builds ask for "cpu" does instead of registering "cpu": every
+    CPU build asks for it, so extending it would change the builds of every CPU graph."""
+    if name != "cpu":
+        return ""
+    device = _privateuse1_name() or "DEVICE"
+    return (
+        ". If your backend's cpp_wrapper builds ask for 'cpu', its C++ wrapper codegen (a "
+        "CppWrapperCpu subclass) does not report its device: set "
+        f"self.device = {device!r} in its __init__ before super().__init__(), register the "
+        f"provider for {device!r}, and ship torch/csrc/inductor/cpp_wrapper/{device}.h in an "
+        f"include dir it adds (`inductor-device-options doctor {device}` checks all three)"
+    )
+
+
+def _privateuse1_name() -> str | None:
+    """The name the PrivateUse1 backend took, where torch is imported and it was renamed."""
+    torch = sys.modules.get("torch")
+    get_name = getattr(getattr(torch, "_C", None), "_get_privateuse1_backend_name", None)
+    if get_name is None:
+        return None
+    name = get_name()
+    return name if isinstance(name, str) and name != "privateuseone" else None
 
 
 def unregister_cpp_device_options(device_type: str) -> bool:

@@ -5,7 +5,8 @@ Usage (also ``python -m inductor_device_options``)::
     inductor-device-options list [--json]
     inductor-device-options show DEVICE [--aot] [--compile-only]
                                         [--provider MODULE:CALLABLE] [--json]
-    inductor-device-options doctor DEVICE [--aot] [--provider MODULE:CALLABLE] [--json]
+    inductor-device-options doctor DEVICE [--aot] [--provider MODULE:CALLABLE] [--compile]
+                                          [--json]
     inductor-device-options doctor --all [--aot] [--provider DEVICE=MODULE:CALLABLE ...] [--json]
     inductor-device-options demo [--cache-dir DIR] [--ranks N]
 
@@ -25,6 +26,11 @@ Usage (also ``python -m inductor_device_options``)::
     warning its cause and its fix (a warning does not fail doctor):
 
     - ``hook``: the options reach Inductor (its real function is asked);
+    - ``device_asked``: the device's cpp_wrapper builds ask the builder for DEVICE: its
+      registered C++ wrapper codegen reports DEVICE (a ``CppWrapperCpu`` subclass that
+      never sets ``self.device`` reports ``"cpu"``, and DEVICE's options are never
+      consulted); AOTInductor asks for the graph's device. SKIP where no backend
+      registered a codegen for DEVICE in this process;
     - ``options``: they are computed, for compiling and for linking; an error the package
       raises itself is reported as an internal error of inductor-device-options, never as
       the provider's;
@@ -38,6 +44,8 @@ Usage (also ``python -m inductor_device_options``)::
       between ``<>``; the Ascend provider declares torch_npu's), else torch's default
       (``torch/csrc/inductor/cpp_wrapper/<device>.h``, with ``--aot``
       ``.../aoti_include/<device>.h``; torch 2.6: ``.../aoti_torch/generated/c_shim_<device>.h``);
+      and the header torch's own precompile step includes for the device the builds ask
+      for (``codecache._get_cpp_wrapper_header``), whatever the codegen names;
     - ``shadowed_headers``: WARN for a header that two or more include dirs provide with
       different contents (every copy, the first in ``-I`` order is the one used), where
       one of them is not torch's own;
@@ -46,9 +54,31 @@ Usage (also ``python -m inductor_device_options``)::
     - ``probe_load``: that probe, linked so that it needs every library
       (``-Wl,--no-as-needed``), loads in a fresh Python that has imported torch, with this
       environment; a failure names the library, shows how each one resolved (``ldd``)
-      and the fix (a runpath, ``LD_LIBRARY_PATH``, CANN's ``set_env.sh``).
+      and the fix (a runpath, ``LD_LIBRARY_PATH``, CANN's ``set_env.sh``);
+    - ``aoti_runner`` (``--aot`` without ``--compile``): SKIP, saying so: whether torch has
+      an AOTInductor model runner for DEVICE is seen only by loading a package
+      (``--compile``).
 
     ``TORCHINDUCTOR_CACHE_DIR`` points into a temporary directory when unset.
+
+    ``--compile`` (not with ``--all``): then a real Inductor compile of ``x * 2 + 1`` on
+    DEVICE judges them, in a fresh Python with this environment (``sys.executable``, its own
+    process group, killed after 900 s; ``TORCHINDUCTOR_COMPILE_THREADS=1``): ``import torch``
+    (its backend autoload loads the device's backend), the ``--provider`` registered, then
+    ``torch.compile(..., options={"cpp_wrapper": True})`` of a tensor moved to DEVICE, or
+    with ``--aot`` ``aoti_compile_and_package`` of its export, each result compared with the
+    CPU's. A recording wrapper assigned to ``cpp_builder.get_cpp_torch_device_options`` (the
+    hook adopts it) sees every question Inductor's builds ask, an audit hook every compiler
+    command. Its checks come after the others:
+
+    - ``compile_run``: the compile runs (a failure: torch's error, its relevant lines);
+    - ``builds_asked``: some build asks for DEVICE (with ``aot_mode``); a failure names the
+      devices asked instead, the device's C++ wrapper codegen class and the options never
+      consulted;
+    - ``options_reached``: every include dir, definition and library of the options is in
+      a compiler command run (libraries: in a linking one; a module Inductor's cache
+      serves is not linked again);
+    - ``aoti_load`` (with ``--aot``): the package loads and runs (``aoti_load_package``).
 ``doctor --all``
     doctor for every device this process knows except torch's own (cpu, cuda, xpu, mps):
     declared (entry points), device interfaces that define ``get_cpp_device_options``,
@@ -97,9 +127,18 @@ document has ``schema`` (str), ``version`` (str, this package) and ``torch_versi
                "description": str,
                "guaranteed": bool}    # the package's checks apply to what it gives
     Error   = {"type": str, "message": str, "provider": str | null}
-    Check   = {"name": "provider" | "hook" | "options" | "flags" | "include_dirs"
+    Asked   = {"device_type": str, "aot_mode": bool,
+               "asked": str | null,         # the device type Inductor's builds ask for;
+                                            # null: not known in this process ("reason")
+               "codegen": str | null,       # the C++ wrapper codegen that decides it
+               "reason": str, "precompiled_header": str | null}
+    Check   = {"name": "provider" | "hook" | "device_asked" | "options" | "flags"
+                       | "include_dirs"
                        | "headers" | "shadowed_headers" | "libraries" | "probe_build"
-                       | "probe_load",
+                       | "probe_load"
+                       | "aoti_runner"     # --aot without --compile: always "skip"
+                       | "compile_run" | "builds_asked" | "options_reached"
+                       | "aoti_load",      # --compile (aoti_load: with --aot)
                "title": str, "status": "pass" | "warn" | "fail" | "skip", "summary": str,
                "problems": [{"cause": str, "fix": str, "details": [str]}]}
                # problems: empty unless "fail" or "warn"; "provider" only when a
@@ -115,7 +154,8 @@ document has ``schema`` (str), ``version`` (str, this package) and ``torch_versi
      "invalid_declarations": [{"name": str, "value": str, "distribution": str | null,
                                "reason": str}],      # entry points ignored
      "declaration_conflicts": [{"device_type": str, "chosen": EntryPoint,
-                                "others": [EntryPoint], "reason": str}]}
+                                "others": [EntryPoint], "reason": str}],
+     "not_asked": [Asked]}    # served devices whose cpp_wrapper builds ask for another
      # EntryPoint = {"name": str, "value": str, "distribution": str | null}
 
 ``inductor-device-options/show/v1``::
@@ -126,6 +166,7 @@ document has ``schema`` (str), ``version`` (str, this package) and ``torch_versi
                  "ldflags": [str], "libraries_dirs": [str], "libraries": [str],
                  "passthrough_args": [str]} | null,     # null when "error" is set
      "commands": {"compiler": str, "compile": str, "link": str | null} | null,
+     "asked": Asked | null,    # set when "options" is
      "error": Error | null}    # "UnknownDeviceError": exit code 3; any other: the
                                # provider failed (e.g. "CannNotFoundError") or could not
                                # be loaded ("ProviderLoadError"), exit code 1
@@ -137,9 +178,10 @@ document has ``schema`` (str), ``version`` (str, this package) and ``torch_versi
      "checks": [Check, ...],
      "error": Error | null}          # set (and "checks" empty) for an unknown device
 
-``details`` holds the first relevant compiler output lines of a failed build, the include
-dirs searched for a missing header, every copy of a shadowed header, or how each library
-of a probe that does not load resolved.
+``details`` holds the first relevant compiler output lines of a failed build (of torch's
+error, for ``compile_run`` and ``aoti_load``), the include dirs searched for a missing
+header, every copy of a shadowed header, how each library of a probe that does not load
+resolved, or the last compiler commands (``options_reached``).
 
 ``inductor-device-options/doctor-all/v1``::
 
@@ -172,7 +214,9 @@ from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
-from . import __version__, _doctor, _registry
+from . import __version__, _doctor, _doctor_compile, _registry
+from ._asked import AskedDevice, asked_device_type
+from ._asked import seen as seen_not_asked
 from ._doctor import Check, ProviderSpec, UnknownDeviceError
 from ._errors import CppDeviceOptionsError, ProviderLoadError, raised_by_provider
 from ._hook import (
@@ -307,7 +351,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_json(show)
     show.set_defaults(
-        command=_device_command("show", _show, options=None, commands=None),
+        command=_device_command("show", _show, options=None, commands=None, asked=None),
         parser=show,
         all=False,
         check_arguments=_check_device_arguments,
@@ -323,6 +367,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="check every device this process knows (not torch's own); with --provider "
         "DEVICE=MODULE:CALLABLE, as often as needed",
+    )
+    doctor.add_argument(
+        "--compile",
+        action="store_true",
+        help="then a real Inductor compile of a tiny graph on DEVICE in a fresh python "
+        "(cpp_wrapper; with --aot AOTInductor, and the package loaded and run)",
     )
     _add_json(doctor)
     doctor.set_defaults(
@@ -394,6 +444,8 @@ def _check_device_arguments(args: argparse.Namespace) -> None:
     if args.all:
         if args.device is not None:
             parser.error("give DEVICE or --all, not both")
+        if getattr(args, "compile", False):
+            parser.error("argument --compile: not with --all (give one DEVICE)")
         for spec in specs:
             if spec.device_type is None:
                 parser.error(
@@ -421,6 +473,7 @@ def _list(args: argparse.Namespace) -> int:
     sources = known_device_options_sources()
     ignored = _registry.invalid_declarations()
     conflicts = _registry.declaration_conflicts()
+    not_asked = _not_asked(sources)
     if args.json:
         _print_json(
             "list",
@@ -433,6 +486,7 @@ def _list(args: argparse.Namespace) -> int:
             devices=[source._asdict() for source in sources],
             invalid_declarations=[_declaration_json(declaration) for declaration in ignored],
             declaration_conflicts=[_conflict_json(conflict) for conflict in conflicts],
+            not_asked=[asked._asdict() for asked in not_asked],
         )
         return EXIT_OK
     style = _Style.for_stream(sys.stdout)
@@ -450,6 +504,14 @@ def _list(args: argparse.Namespace) -> int:
         print(style.bold("\nDevices declared by several distributions:"))
         for conflict in conflicts:
             print(f"  {conflict.describe()}")
+    if not_asked:
+        print(
+            style.bold(
+                "\nNot asked for by their cpp_wrapper builds (their options never reach them):"
+            )
+        )
+        for asked in not_asked:
+            print(f"  {asked.device_type}: {asked.describe()}")
     print(
         style.dim(
             "\nRegistrations made in a program are not seen here; check one with "
@@ -457,6 +519,24 @@ def _list(args: argparse.Namespace) -> int:
         )
     )
     return EXIT_OK
+
+
+def _not_asked(sources: Sequence[DeviceOptionsSource]) -> list[AskedDevice]:
+    """The served devices whose cpp_wrapper builds ask for another device type: as their
+    registered codegen reports, or as builds of this process asked."""
+    found = []
+    for source in sources:
+        if source.source == "torch" or source.device_type in _registry.RESERVED_DEVICE_TYPES:
+            continue
+        asked = asked_device_type(source.device_type, aot_mode=False)
+        if asked.mismatch:
+            found.append(asked)
+    for (device_type, asked_type), codegen in sorted(seen_not_asked.items()):
+        if all(asked.device_type != device_type for asked in found):
+            found.append(
+                AskedDevice(device_type, False, asked_type, codegen, "seen in a build", None)
+            )
+    return found
 
 
 def _declaration_json(declaration: _registry.InvalidDeclaration) -> Document:
@@ -510,14 +590,19 @@ def _show(
         raise
     except BaseException as error:  # SystemExit(0) from a provider is a failure, not success
         return _fail(args, "show", document, error, EXIT_FAILED)
+    asked = asked_device_type(args.device, args.aot)
     document["options"] = options._asdict()
     document["commands"] = commands._asdict()
+    document["asked"] = asked._asdict()
     if args.json:
         _print_json("show", **document)
         return EXIT_OK
     style = _Style.for_stream(sys.stdout)
     print(_header(style, f"show {args.device}", _modes(args)))
-    print(f"options from {source.source}: {source.description}\n")
+    print(f"options from {source.source}: {source.description}")
+    line = f"builds: {asked.describe()}"
+    print(style.fail(line + "; these options never reach them") if asked.mismatch else line)
+    print()
     width = max(len(name) for name in FIELDS)
     for name, values in zip(FIELDS, options, strict=True):
         lines = [repr(value) for value in values] or [style.dim("(none)")]
@@ -554,8 +639,10 @@ def _doctor_command(
         print(f"options from {source.source}: {source.description}\n")
     on_check = functools.partial(_print_check, style) if text else _ignore
     load_error: ProviderLoadError | None = args.load_error
+    progress = _spinner if text and sys.stdout.isatty() else None
     if load_error is not None:
-        checks = _doctor.provider_load_failed(load_error)
+        names = _doctor.check_names(args.aot, args.compile)
+        checks = _doctor.provider_load_failed(load_error, names)
         for check in checks:
             on_check(check)
     else:
@@ -565,9 +652,17 @@ def _doctor_command(
             source,
             work,
             on_check=on_check,
-            progress=_spinner if text and sys.stdout.isatty() else None,
+            progress=progress,
             loader=args.loader,
+            compile=args.compile,
         )
+        if args.compile:
+            provider = str(args.provider[0]) if args.provider else None
+            for check in _doctor_compile.compile_checks(
+                args.device, args.aot, source, provider, work / "compile", checks, progress
+            ):
+                checks.append(check)
+                on_check(check)
     failed = [check for check in checks if check.status == "fail"]
     exit_code = EXIT_FAILED if failed else EXIT_OK
     if args.json:
@@ -587,8 +682,10 @@ def _verdict(style: _Style, checks: Sequence[Check]) -> str:
     warned = [check for check in checks if check.status == "warn"]
     if failed:
         return style.fail(f"{len(failed)} of {len(checks)} checks failed.")
+    skipped = [check for check in checks if check.status == "skip"]
     with_warnings = f", {len(warned)} with a warning" if warned else ""
-    return style.ok(f"All {len(checks)} checks passed{with_warnings}.")
+    not_run = f"; {len(skipped)} skipped" if skipped else ""
+    return style.ok(f"All {len(checks) - len(skipped)} checks passed{with_warnings}{not_run}.")
 
 
 def _ignore(check: Check) -> None:
@@ -671,7 +768,8 @@ def _doctor_one(
     skipped = None if device in failed_loads else _doctor.bundled_backend_missing(source)
     checks: list[Check] = []
     if device in failed_loads:
-        checks = _doctor.provider_load_failed(failed_loads[device][1])
+        names = _doctor.check_names(args.aot, compile=False)  # no --compile with --all
+        checks = _doctor.provider_load_failed(failed_loads[device][1], names)
     elif skipped is None:
         device_work = work / device
         device_work.mkdir()
@@ -725,9 +823,12 @@ def _device_line(style: _Style, result: Document, width: int) -> str:
     elif failed:
         summary = f"{len(failed)} of {len(checks)} checks failed: {', '.join(failed)}"
     else:
-        summary = f"all {len(checks)} checks passed"
+        skipped = sum(check["status"] == "skip" for check in checks)
+        summary = f"all {len(checks) - skipped} checks passed"
         if warned:
             summary += f", with a warning: {', '.join(warned)}"
+        if skipped:
+            summary += f"; {skipped} skipped"
     device = f"{result['device_type']:<{width}}"
     return f"{_label(style, status)}  {device}  {source['source']}: {summary}"
 

@@ -1,0 +1,237 @@
+"""``doctor DEVICE --compile``: a real Inductor compile on the device judges the static checks.
+
+The real runs use the sample device, set up in every process by torch's backend autoload
+(``INDUCTOR_DEVICE_OPTIONS_SAMPLE_DIR``), the doctor's fresh Python included. They share a
+``TORCHINDUCTOR_CACHE_DIR`` of their own: each compiles another graph or with other options,
+so each runs the compiler, and the CPU feature probes are compiled once. The judging of
+cases that are costly to set up (a codegen that reports another device, an option that
+never reaches g++, a device without an AOTI runner) is tested on recorded results here, and
+for real with the openreg-shaped backend of tests/peers (a failed compile too).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import DOCTOR_CHECKS, shared_test_dir
+
+import inductor_device_options as ido
+from inductor_device_options import _doctor_compile
+from inductor_device_options._doctor import Check
+from inductor_device_options._hook import DeviceOptionsSource
+from inductor_device_options.sample import AUTOLOAD_ENV, RUNTIME_LIBRARY, SDK_INCLUDE_DIR
+
+pytestmark = pytest.mark.usefixtures("clean_registry")
+
+COMPILE_CHECKS = ["compile_run", "builds_asked", "options_reached"]
+
+@pytest.fixture(scope="module")
+def compile_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("doctor-compile-cache")
+
+
+def doctor_compile(cache: Path, *args: str, cwd: Path | None = None) -> dict[str, object]:
+    env = {
+        **os.environ,
+        AUTOLOAD_ENV: str(shared_test_dir() / "sampledev"),
+        "TORCHINDUCTOR_CACHE_DIR": str(cache),
+    }
+    command = ["doctor", "sampledev", "--compile", "--json", *args]
+    finished = subprocess.run(
+        [sys.executable, "-m", "inductor_device_options", *command],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert finished.stdout, finished.stderr
+    document: dict[str, object] = json.loads(finished.stdout)
+    assert finished.returncode == document["exit_code"], finished.stderr
+    return document
+
+
+def by_name(document: dict[str, object]) -> dict[str, dict[str, object]]:
+    checks: list[dict[str, object]] = document["checks"]  # type: ignore[assignment]
+    return {str(check["name"]): check for check in checks}
+
+
+def test_the_sample_device_compiles_with_cpp_wrapper(compile_cache: Path) -> None:
+    document = doctor_compile(compile_cache)
+    checks = by_name(document)
+    assert list(checks) == [*DOCTOR_CHECKS, *COMPILE_CHECKS]
+    assert {name: check["status"] for name, check in checks.items()} == dict.fromkeys(
+        checks, "pass"
+    ), json.dumps(document, indent=1)
+    assert document["exit_code"] == 0
+    assert str(checks["compile_run"]["summary"]).startswith(
+        "torch.compile(cpp_wrapper=True) built and ran x * 2 + 1 on sampledev in "
+    )
+    assert " for 'sampledev' (aot_mode=False): " in str(checks["builds_asked"]["summary"])
+    reached = str(checks["options_reached"]["summary"])
+    assert f"include dirs: {SDK_INCLUDE_DIR}" in reached
+    assert f"libraries: {RUNTIME_LIBRARY}" in reached
+
+
+def test_the_sample_device_compiles_loads_and_runs_with_aotinductor(compile_cache: Path) -> None:
+    document = doctor_compile(compile_cache, "--aot")
+    checks = by_name(document)
+    assert list(checks) == [*DOCTOR_CHECKS, *COMPILE_CHECKS, "aoti_load"]
+    assert {name: check["status"] for name, check in checks.items()} == dict.fromkeys(
+        checks, "pass"
+    ), json.dumps(document, indent=1)
+    assert "(aot_mode=True)" in str(checks["builds_asked"]["summary"])
+    assert f"libraries: {RUNTIME_LIBRARY}" in str(checks["options_reached"]["summary"])
+    assert "aoti_load_package loaded it and ran it on sampledev" in str(
+        checks["aoti_load"]["summary"]
+    )
+
+
+def test_compile_is_refused_with_all() -> None:
+    finished = subprocess.run(
+        [sys.executable, "-m", "inductor_device_options", "doctor", "--all", "--compile"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert finished.returncode == 2
+    assert "argument --compile: not with --all" in finished.stderr
+
+
+# --- the recording wrapper ------------------------------------------------------------------
+
+
+def test_a_wrapper_that_calls_through_sees_registrations_made_after_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What the child relies on: the package adopts the wrapper and puts its sources below."""
+    from torch._inductor import cpp_builder
+
+    asked: list[tuple[str, list[str]]] = []
+    found = cpp_builder.get_cpp_torch_device_options
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        answer = found(*args, **kwargs)
+        asked.append((str(kwargs.get("device_type", args[0] if args else None)), list(answer[0])))
+        return answer
+
+    def options(device_type: str, aot_mode: bool, compile_only: bool) -> ido.CppDeviceOptions:
+        result = ido.default_cpp_device_options(device_type, aot_mode, compile_only)
+        result.definitions.append("WRAPDEV_SEEN")
+        return result
+
+    monkeypatch.setattr(cpp_builder, "get_cpp_torch_device_options", recording)
+    with ido.registered_cpp_device_options("wrapdev", options):
+        cpp_builder.CppTorchDeviceOptions(device_type="wrapdev")
+    [definitions] = [definitions for device, definitions in asked if device == "wrapdev"]
+    assert "WRAPDEV_SEEN" in definitions
+
+
+# --- judging recorded results ---------------------------------------------------------------
+
+SOURCE = DeviceOptionsSource("regdev", "registration", "regdev_backend.options", True)
+OPTIONS = {
+    "definitions": ["USE_REGDEV"],
+    "include_dirs": ["/opt/regdev/include"],
+    "cflags": [],
+    "ldflags": [],
+    "libraries_dirs": ["/opt/regdev/lib"],
+    "libraries": ["regdev_rt"],
+    "passthrough_args": [],
+}
+
+
+def recorded(**fields: object) -> dict[str, object]:
+    steps = [{"name": "setup", "ok": True, "error": None, "seconds": 0.0}]
+    steps.append({"name": "compile", "ok": True, "error": None, "seconds": 3.0})
+    result: dict[str, object] = {
+        "questions": [],
+        "commands": [],
+        "steps": steps,
+        "options": [{"compile_only": only, "options": OPTIONS} for only in (False, True)],
+        "codegen": "regdev_backend.RegdevCppWrapperCodegen",
+        "recording": None,
+    }
+    result.update(fields)
+    return result
+
+
+def question(device: str, compile_only: bool, aot_mode: bool = False) -> dict[str, object]:
+    return {"device_type": device, "aot_mode": aot_mode, "compile_only": compile_only}
+
+
+def judge(result: dict[str, object], aot_mode: bool = False) -> dict[str, Check]:
+    checks = _doctor_compile._Judge("regdev", aot_mode, SOURCE, [], result, None).checks()
+    return {check.name: check for check in checks}
+
+
+def test_builds_that_never_ask_for_the_device_fail_builds_asked() -> None:
+    questions = [question("cpu", False), question("cpu", True), question("cpu", False)]
+    checks = judge(recorded(questions=questions))
+    assert [checks[name].status for name in COMPILE_CHECKS] == ["pass", "fail", "skip"]
+    [problem] = checks["builds_asked"].problems
+    assert "for 'cpu' 3 times, never for 'regdev' (aot_mode=False)" in problem.cause
+    assert "regdev_backend.RegdevCppWrapperCodegen" in problem.cause
+    assert "(regdev_backend.options) were never consulted" in problem.cause
+    assert "self.device = 'regdev' before super().__init__()" in problem.fix
+    assert "torch/csrc/inductor/cpp_wrapper/regdev.h" in problem.fix
+
+
+def test_an_option_missing_from_every_command_fails_options_reached() -> None:
+    commands: list[dict[str, Any]] = [
+        {
+            "argv": ["g++", "isa.cpp", "-I/opt/regdev/include", "-o", "isa.so"],
+            "device_build": False,
+        },
+        {"argv": ["g++", "a.cpp", "-D", "USE_REGDEV", "-c", "-o", "a.o"], "device_build": True},
+        {
+            "argv": ["g++", "a.o", "-shared", "-L/opt/regdev/lib", "-lregdev_rt", "-o", "a.so"],
+            "device_build": True,
+        },
+    ]
+    result = recorded(questions=[question("regdev", True), question("regdev", False)])
+    checks = judge({**result, "commands": commands})
+    check = checks["options_reached"]
+    assert (check.status, check.summary) == ("fail", "1 of 3 never reached g++")
+    assert check.problems[0].cause.endswith("has them: -I/opt/regdev/include")
+    commands[1]["argv"].append("-I/opt/regdev/include")
+    assert judge({**result, "commands": commands})["options_reached"].status == "pass"
+
+
+def test_a_device_without_an_aoti_runner_fails_aoti_load() -> None:
+    error = {
+        "type": "RuntimeError",
+        "message": "Unsupported device key found when loading the model: regdev",
+        "lines": [],
+    }
+    result = recorded(questions=[question("regdev", False, aot_mode=True)])
+    result["steps"].append({"name": "load", "ok": False, "error": error, "seconds": 0.1})  # type: ignore[attr-defined]
+    check = judge(result, aot_mode=True)["aoti_load"]
+    assert check.status == "fail"
+    assert "torch::inductor::RegisterAOTIModelRunner" in check.problems[0].fix
+
+
+def test_a_compile_that_does_not_finish_is_killed_with_its_process_group(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    started: list[subprocess.Popen[bytes]] = []
+    popen = subprocess.Popen
+
+    def recording_popen(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
+        process: subprocess.Popen[bytes] = popen(*args, **kwargs)  # type: ignore[call-overload]
+        started.append(process)
+        return process
+
+    monkeypatch.setattr(subprocess, "Popen", recording_popen)
+    checks = _doctor_compile.compile_checks("regdev", False, SOURCE, None, tmp_path, [], timeout=1)
+    assert [check.status for check in checks] == ["fail", "skip", "skip"]
+    assert checks[0].summary == "the compile did not finish in 1 s (killed)"
+    [process] = started
+    with pytest.raises(ProcessLookupError):
+        os.killpg(process.pid, 0)
