@@ -95,7 +95,37 @@ def test_a_codegen_that_reports_its_device_asks_for_it() -> None:
 @pytest.mark.usefixtures("backends")
 def test_aotinductor_asks_for_the_graph_device_whatever_the_codegen() -> None:
     asked = asked_device_type("askedcpu", aot_mode=True)
-    assert (asked.asked, asked.codegen) == ("askedcpu", None)
+    assert (asked.asked, asked.reported, asked.mismatch) == ("askedcpu", "cpu", False)
+
+
+class UnregisteredOverridesCodegen(CppWrapperCpu):
+    """Reports its device, whose DeviceOpOverrides nobody registered."""
+
+    def __init__(self) -> None:
+        self.device = "askedbroken"
+        super().__init__()
+
+    @staticmethod
+    def create(*args: object) -> UnregisteredOverridesCodegen:
+        return UnregisteredOverridesCodegen()
+
+
+def test_a_codegen_that_cannot_be_created_is_an_error_not_an_unknown() -> None:
+    """Inductor creates the codegen the same way at every cpp_wrapper build: what raises
+    here raises there (CppWrapperCpu asks for the device's DeviceOpOverrides)."""
+    if not creating_needs_op_overrides():
+        pytest.skip(f"torch {torch.__version__} gives DeviceOpOverrides to every device")
+    common.register_backend_for_device(
+        "askedbroken", CppScheduling, PythonWrapperCodegen, UnregisteredOverridesCodegen
+    )
+    try:
+        for aot_mode in (False, True):
+            asked = asked_device_type("askedbroken", aot_mode)
+            assert asked.asked is None and asked.error is not None
+            assert "KeyError" in asked.error and "'askedbroken'" in asked.error
+            assert asked.codegen == f"{__name__}.UnregisteredOverridesCodegen"
+    finally:
+        common.device_codegens.pop("askedbroken", None)
 
 
 def test_without_a_registered_codegen_nothing_is_claimed() -> None:
@@ -161,3 +191,15 @@ def test_no_warning_where_nothing_is_missed(case: str) -> None:
         "askedcpu", OpenregShapedCodegen, cpp_wrapper=case != "python wrapper"
     )
     assert questions(graph, "cpu") == []
+
+
+def creating_needs_op_overrides() -> bool:
+    """Whether CppWrapperCpu.__init__ fails for a device without DeviceOpOverrides: it asks
+    for them, and torch 2.6 answers even for a device that registered none."""
+    from torch._inductor.codegen.common import get_device_op_overrides
+
+    try:
+        get_device_op_overrides("no_overrides_registered")
+    except KeyError:
+        return True
+    return False

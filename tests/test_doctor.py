@@ -147,7 +147,7 @@ def doctor(device: str, callback: object, work: Path, aot_mode: bool = False) ->
     work.mkdir(parents=True, exist_ok=True)
     with ido.registered_cpp_device_options(device, callback):  # type: ignore[arg-type]
         checks = run_doctor(device, aot_mode, ido.device_options_source(device), work)
-    assert [check.name for check in checks] == CHECK_NAMES
+    assert [check.name for check in checks] == CHECK_NAMES + (["aoti_runner"] if aot_mode else [])
     for check in checks:
         assert bool(check.problems) == (check.status in ("fail", "warn")), check
     return {check.name: check for check in checks}
@@ -163,6 +163,8 @@ def all_pass(checks: dict[str, Check]) -> bool:
     found = statuses(checks)
     asked = found.pop("device_asked")
     no_codegen = "no C++ wrapper codegen is registered" in checks["device_asked"].summary
+    # With --aot: the model runner is said not to be checked without --compile.
+    assert found.pop("aoti_runner", "skip") == "skip"
     return set(found.values()) == {"pass"} and (asked == "pass" or no_codegen)
 
 
@@ -402,6 +404,28 @@ def test_a_codegen_that_reports_cpu_fails_naming_it_the_device_asked_and_the_pro
     assert [name for name, status in statuses(checks).items() if status == "fail"] == [
         "device_asked"
     ]
+    if not torch_asks_the_wrapper_class():  # torch 2.6: the shim of the device reported
+        shim = "torch/csrc/inductor/aoti_torch/generated/c_shim_cpu.h"
+        assert checks["headers"].summary.startswith(f"{shim} in "), checks["headers"]
+
+
+def test_a_codegen_that_cannot_be_created_fails_as_every_build_would(
+    sdk: Sdk, tmp_path: Path, asked_backend: Callable[[type[CppWrapperCpu]], None]
+) -> None:
+    if not creating_needs_op_overrides():
+        pytest.skip(f"torch {torch.__version__} gives DeviceOpOverrides to every device")
+    from torch._inductor.codegen import common
+
+    asked_backend(_ReportingWrapper)
+    common.device_op_overrides_dict.pop("acmeasked")  # a backend that registered none
+    check = doctor("acmeasked", provider(sdk, runpath=True), tmp_path)["device_asked"]
+    assert (check.status, check.summary) == (
+        "fail",
+        f"creating {__name__}._ReportingWrapper raised KeyError",
+    )
+    [problem] = check.problems
+    assert "Inductor creates it the same way for every cpp_wrapper" in problem.cause
+    assert "register_device_op_overrides" in problem.fix
 
 
 @pytest.mark.parametrize("shipped", [True, False], ids=["header shipped", "header missing"])
@@ -651,7 +675,11 @@ def test_the_sample_device_passes_every_check() -> None:
         assert process.returncode == 0, f"{stdout}\n{stderr}"
         document = json.loads(stdout)
         checks = {check["name"]: check for check in document["checks"]}
-        assert [check["status"] for check in checks.values()] == ["pass"] * len(CHECK_NAMES)
+        # With --aot, whether torch has a model runner for it is said not to be checked.
+        assert [check["status"] for check in checks.values()] == ["pass"] * len(CHECK_NAMES) + (
+            ["skip"] if aot else []
+        )
+        assert list(checks)[len(CHECK_NAMES) :] == (["aoti_runner"] if aot else [])
         header = aoti_device_header("sampledev") if aot else cpp_wrapper_device_header("sampledev")
         assert checks["headers"]["summary"].startswith(f"{header} in ")
         if torch_asks_the_wrapper_class():
@@ -776,3 +804,15 @@ def test_run_doctor_output_is_json_serialisable(sdk: Sdk, tmp_path: Path) -> Non
 
     checks = doctor("acme", provider(sdk, runpath=True), tmp_path)
     json.dumps([dataclasses.asdict(check) for check in checks.values()])
+
+
+def creating_needs_op_overrides() -> bool:
+    """Whether CppWrapperCpu.__init__ fails for a device without DeviceOpOverrides: it asks
+    for them, and torch 2.6 answers even for a device that registered none."""
+    from torch._inductor.codegen.common import get_device_op_overrides
+
+    try:
+        get_device_op_overrides("no_overrides_registered")
+    except KeyError:
+        return True
+    return False

@@ -61,9 +61,11 @@ class AskedDevice(NamedTuple):
 
     ``asked``: the device type, None when it cannot be told in this process (``reason``
     says why). ``codegen``: the device's registered C++ wrapper codegen (module.qualname),
-    None where it does not decide (AOTInductor, or none registered).
-    ``precompiled_header``: the header torch's own precompile step includes for the
-    device asked, None where this torch precompiles none.
+    None where none is registered. ``reported``: the device that codegen reports (what
+    torch 2.6's generated code names its C shim after, in both modes), None where unknown.
+    ``error``: creating the codegen as Inductor does raised this, so would every
+    cpp_wrapper or AOTInductor build. ``precompiled_header``: the header torch's own
+    precompile step includes for the device asked, None where this torch precompiles none.
     """
 
     device_type: str
@@ -72,6 +74,8 @@ class AskedDevice(NamedTuple):
     codegen: str | None
     reason: str
     precompiled_header: str | None
+    reported: str | None = None
+    error: str | None = None
 
     @property
     def mismatch(self) -> bool:
@@ -90,18 +94,18 @@ def asked_device_type(device_type: str, aot_mode: bool) -> AskedDevice:
     from torch._inductor.codegen.common import get_wrapper_codegen_for_device
 
     codegen = get_wrapper_codegen_for_device(device_type, cpp_wrapper=True)
-    if aot_mode:
-        # Which header torch precompiles is the backend's to change (torch_npu redirects
-        # it): known where the backend is set up, which registering a codegen tells.
-        return AskedDevice(
-            device_type,
-            True,
-            device_type,
-            None,
-            "AOTInductor asks for the graph's device",
-            precompiled_header(device_type, True) if codegen is not None else None,
-        )
     if codegen is None:
+        # The backend is not set up here: what torch precompiles for the device is the
+        # backend's to change (torch_npu redirects it), so it is not claimed either.
+        if aot_mode:
+            return AskedDevice(
+                device_type,
+                True,
+                device_type,
+                None,
+                "AOTInductor asks for the graph's device",
+                None,
+            )
         return AskedDevice(
             device_type,
             False,
@@ -117,20 +121,30 @@ def asked_device_type(device_type: str, aot_mode: bool) -> AskedDevice:
     except Exception as error:
         return AskedDevice(
             device_type,
-            False,
+            aot_mode,
             None,
             name,
-            f"creating {name} outside a compile raised {type(error).__name__}: {error}",
+            f"creating {name} as Inductor does, in a stand-in graph, raised "
+            f"{type(error).__name__}: {error}",
             None,
+            error=f"{type(error).__name__}: {error}",
         )
-    default = " (CppWrapperCpu's default: it never sets self.device)" if reported == "cpu" else ""
+    asked = device_type if aot_mode else reported
+    if aot_mode:
+        reason = "AOTInductor asks for the graph's device"
+    else:
+        default = (
+            " (CppWrapperCpu's default: it never sets self.device)" if reported == "cpu" else ""
+        )
+        reason = f"{name} reports {reported!r}{default}"
     return AskedDevice(
         device_type,
-        False,
-        reported,
+        aot_mode,
+        asked,
         name,
-        f"{name} reports {reported!r}{default}",
-        precompiled_header(reported, False),
+        reason,
+        precompiled_header(asked, aot_mode),
+        reported,
     )
 
 

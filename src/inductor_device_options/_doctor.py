@@ -547,6 +547,24 @@ def _check_device_asked(context: _Context) -> Check:
             ),
         )
     context.asked = asked
+    if asked.error is not None:
+        assert asked.codegen is not None  # only creating a codegen raises
+        return Check(
+            name,
+            title,
+            "fail",
+            f"creating {asked.codegen} raised {asked.error.partition(':')[0]}",
+            (
+                Problem(
+                    f"{asked.reason}: Inductor creates it the same way for every cpp_wrapper "
+                    f"and AOTInductor build of {context.device_type!r}, which would fail there",
+                    f"fix {asked.codegen} or register what its __init__ needs (CppWrapperCpu "
+                    "asks torch._inductor.codegen.common.get_device_op_overrides(self.device): "
+                    "register_device_op_overrides); if it needs a real graph, "
+                    f"`inductor-device-options doctor {context.device_type} --compile` judges",
+                ),
+            ),
+        )
     if asked.asked is None:
         return Check(name, title, "skip", f"skipped: {asked.reason}")
     if not asked.mismatch:
@@ -930,7 +948,10 @@ def _check_headers(
         return _skipped(name, title, context)
     declared, declared_by = _declaring_object(context)
     try:
-        headers = device_headers(context.device_type, context.aot_mode, declared, declared_by)
+        reported = context.asked.reported if context.asked is not None else None
+        headers = device_headers(
+            context.device_type, context.aot_mode, declared, declared_by, reported
+        )
     except InvalidHeadersDeclarationError as error:
         return Check(
             name,

@@ -56,11 +56,16 @@ class DeviceHeaders(NamedTuple):
 
 
 def device_headers(
-    device_type: str, aot_mode: bool, declared: object | None, declared_by: str
+    device_type: str,
+    aot_mode: bool,
+    declared: object | None,
+    declared_by: str,
+    reported: str | None = None,
 ) -> DeviceHeaders:
     """What Inductor's C++ wrapper includes for ``device_type``: asked of the wrapper
     codegen class registered for it, else of ``declared`` (the object that provides the
-    device's options: its ``inductor_headers``), else of torch's default.
+    device's options: its ``inductor_headers``), else of torch's default (torch 2.6: the C
+    shim of the device the codegen ``reported``, if known).
 
     Raises ``InvalidHeadersDeclarationError`` for a declaration that fails.
     """
@@ -79,8 +84,9 @@ def device_headers(
     default = _asked(CppWrapperCpu, device_type, aot_mode)
     if default is not None:
         return default._replace(origin=f"torch's default, {default.origin}")
-    # torch 2.6: CppWrapperCpu.write_header includes the device's C shim, in both modes.
-    name = f"torch/csrc/inductor/aoti_torch/generated/c_shim_{device_type}.h"
+    # torch 2.6: CppWrapperCpu.write_header includes the C shim of the device the codegen
+    # reports (self.device), in both modes.
+    name = f"torch/csrc/inductor/aoti_torch/generated/c_shim_{reported or device_type}.h"
     return DeviceHeaders(
         f"#include <{name}>\n", (name,), "torch's default, CppWrapperCpu.write_header"
     )
