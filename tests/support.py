@@ -223,3 +223,15 @@ def process_alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state not in ("Z", "X")
+
+
+def creating_needs_op_overrides() -> bool:
+    """Whether CppWrapperCpu.__init__ fails for a device without DeviceOpOverrides: it asks
+    for them, and torch 2.6 answers even for a device that registered none."""
+    from torch._inductor.codegen.common import get_device_op_overrides
+
+    try:
+        get_device_op_overrides("no_overrides_registered")
+    except KeyError:
+        return True
+    return False

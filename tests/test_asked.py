@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 import torch
 import torch.fx
+from support import creating_needs_op_overrides
 from torch._inductor.codegen import common
 from torch._inductor.codegen.cpp import CppScheduling
 from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
@@ -191,15 +192,3 @@ def test_no_warning_where_nothing_is_missed(case: str) -> None:
         "askedcpu", OpenregShapedCodegen, cpp_wrapper=case != "python wrapper"
     )
     assert questions(graph, "cpu") == []
-
-
-def creating_needs_op_overrides() -> bool:
-    """Whether CppWrapperCpu.__init__ fails for a device without DeviceOpOverrides: it asks
-    for them, and torch 2.6 answers even for a device that registered none."""
-    from torch._inductor.codegen.common import get_device_op_overrides
-
-    try:
-        get_device_op_overrides("no_overrides_registered")
-    except KeyError:
-        return True
-    return False

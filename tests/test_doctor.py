@@ -26,6 +26,7 @@ from support import (
     DOCTOR_CHECKS,
     aoti_device_header,
     cpp_wrapper_device_header,
+    creating_needs_op_overrides,
     shared_test_dir,
 )
 from test_coexistence import synthetic_cann as minimal_cann
@@ -804,15 +805,3 @@ def test_run_doctor_output_is_json_serialisable(sdk: Sdk, tmp_path: Path) -> Non
 
     checks = doctor("acme", provider(sdk, runpath=True), tmp_path)
     json.dumps([dataclasses.asdict(check) for check in checks.values()])
-
-
-def creating_needs_op_overrides() -> bool:
-    """Whether CppWrapperCpu.__init__ fails for a device without DeviceOpOverrides: it asks
-    for them, and torch 2.6 answers even for a device that registered none."""
-    from torch._inductor.codegen.common import get_device_op_overrides
-
-    try:
-        get_device_op_overrides("no_overrides_registered")
-    except KeyError:
-        return True
-    return False
