@@ -17,9 +17,9 @@ when ``torch._inductor.cpp_builder`` is first imported.
 
 from __future__ import annotations
 
-from ._asked import DeviceNotAskedWarning
 from ._errors import (
     CppDeviceOptionsError,
+    DeviceNotAskedWarning,
     InvalidCppDeviceOptionsError,
     InvalidDeviceTypeError,
     InvalidProviderError,

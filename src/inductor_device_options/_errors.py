@@ -1,8 +1,9 @@
-"""The errors this package raises: each names the device and the provider at fault.
+"""The errors this package raises, each naming the device and the provider at fault, and
+its one warning.
 
-Every class is a :class:`CppDeviceOptionsError`, and each subclass is also the built-in
-exception it stands for (``ValueError``, ``TypeError``, ``ImportError``, ``RecursionError``),
-so that code catching those keeps working.
+Every error class is a :class:`CppDeviceOptionsError`, and each subclass is also the
+built-in exception it stands for (``ValueError``, ``TypeError``, ``ImportError``,
+``RecursionError``), so that code catching those keeps working.
 """
 
 from __future__ import annotations
@@ -190,3 +191,33 @@ class RunpathError(CppDeviceOptionsError, ValueError):
         ...
         inductor_device_options.RunpathError: runpath '/opt/acme,1.0/lib' holds ',': ...
     """
+
+
+class DeviceNotAskedWarning(RuntimeWarning):
+    """Inductor built C++ for a graph of a device that has C++ options, and asked the
+    builder for another device type: the device's options did not reach that build.
+
+    Given once per (device, device type asked) in a process, when Inductor builds the C++
+    wrapper of a graph of a device the package knows a source for, and the wrapper codegen
+    reports another device type (a ``CppWrapperCpu`` subclass that never sets
+    ``self.device`` reports ``"cpu"``). The message names both, the codegen and the fix.
+
+    Attributes:
+        device_type: The graph's device.
+        asked: The device type the builder was asked for.
+        codegen: The C++ wrapper codegen class that reported ``asked`` (module.qualname).
+
+    Example:
+        >>> import warnings
+        >>> import inductor_device_options as ido
+        >>> with warnings.catch_warnings():  # in a test suite: make it an error
+        ...     warnings.simplefilter("error", ido.DeviceNotAskedWarning)
+        >>> issubclass(ido.DeviceNotAskedWarning, RuntimeWarning)
+        True
+    """
+
+    def __init__(self, message: str, *, device_type: str, asked: str, codegen: str):
+        super().__init__(message)
+        self.device_type = device_type
+        self.asked = asked
+        self.codegen = codegen

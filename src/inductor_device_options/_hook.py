@@ -18,6 +18,7 @@ Importing torch._inductor costs about a second, so nothing here imports it eager
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import warnings
@@ -26,7 +27,6 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from . import _registry
-from ._asked import observe_question
 from ._chain import (
     AdoptedFunction,
     Args,
@@ -308,6 +308,10 @@ def install(module: ModuleType) -> None:
     with _lock:
         current = module.__dict__[FUNCTION]
         installation = _installation
+        # Imported with the hook, not with the package: only processes that build C++.
+        from ._asked import observe_question
+
+        observe = functools.partial(observe_question, is_served=_is_served)
         if (
             installation is not None
             and installation.module is module
@@ -317,7 +321,7 @@ def install(module: ModuleType) -> None:
         native_register = module.__dict__.get(REGISTER)
         if callable(native_register) and not getattr(native_register, _BACKPORT_MARK, False):
             chain = Chain(
-                module, current, _serve, _native_base_default(module, current), observe=_observe
+                module, current, _serve, _native_base_default(module, current), observe=observe
             )
             _installation = _Installation(module, "native", chain, native_register)
             make_adopting(module, chain)
@@ -347,14 +351,10 @@ def install(module: ModuleType) -> None:
             lambda args, kwargs: bottom(*args, **kwargs),
             call_base=bottom,
             serves_reserved=serves_reserved,
-            observe=_observe,
+            observe=observe,
         )
         _installation = _Installation(module, "hook", chain, backport=backport)
         make_adopting(module, chain)
-
-
-def _observe(device_type: object) -> None:
-    observe_question(device_type, _is_served)
 
 
 def _is_served(device_type: str) -> bool:
