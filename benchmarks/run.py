@@ -166,7 +166,7 @@ def bench_lookup(settings: Settings) -> list[Result]:
     import torch._inductor.cpp_builder as cpp_builder
 
     import inductor_device_options as ido
-    from inductor_device_options import _hook
+    from inductor_device_options.hook import install as _hook
 
     installation = _hook._installation
     assert installation is not None
@@ -245,7 +245,8 @@ def bench_lookup(settings: Settings) -> list[Result]:
 
 def bench_sdk(settings: Settings, workdir: Path) -> list[Result]:
     import inductor_device_options as ido
-    from inductor_device_options import _freshness, ascend
+    from inductor_device_options import ascend
+    from inductor_device_options.options import freshness as _freshness
 
     tree = write_synthetic_cann(workdir / "sdk", settings.headers, settings.libraries)
     os.environ["ASCEND_HOME_PATH"] = str(tree.cann_home)

@@ -31,7 +31,7 @@ from types import FrameType
 import pytest
 from support import SHARED_DIR_ENV, TESTS_PROCESS_ENV
 
-from inductor_device_options.sample.distributed import stop_job_processes
+from inductor_device_options.demo.distributed import stop_job_processes
 
 _session_dir: str | None = None
 _config: pytest.Config | None = None
@@ -95,7 +95,7 @@ def clean_registry() -> Iterator[None]:
     are removed after it."""
     import sys
 
-    from inductor_device_options import _registry
+    from inductor_device_options.lookup import registry as _registry
 
     def torch_registry() -> dict[str, object] | None:
         module = sys.modules.get("torch._inductor.cpp_builder")

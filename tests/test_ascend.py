@@ -23,7 +23,7 @@ from support import NATIVE, cpp_builder_keeps_whole
 
 import inductor_device_options as ido
 from inductor_device_options import ascend
-from inductor_device_options._cann import cann_arch
+from inductor_device_options.ascend.cann import cann_arch
 
 ARCH = cann_arch()
 ENV_VARS = (

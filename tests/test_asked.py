@@ -25,8 +25,8 @@ from torch._inductor.graph import GraphLowering
 from torch._inductor.virtualized import V
 
 import inductor_device_options as ido
-from inductor_device_options import _asked
-from inductor_device_options._asked import DeviceNotAskedWarning, asked_device_type
+from inductor_device_options.hook import asked as _asked
+from inductor_device_options.hook.asked import DeviceNotAskedWarning, asked_device_type
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 

@@ -190,7 +190,7 @@ def test_any_stack_behaves_as_without_the_package_plus_the_registrations(
     ido.register_cpp_device_options("acme", acme_options)
     # The same stack without the package: each function over the one before, torch's at
     # the bottom.
-    without: Function = ido._hook._installation.previous  # type: ignore[union-attr]
+    without: Function = ido.hook.install._installation.previous  # type: ignore[union-attr]
     for name in names:
         without = stackings[name](without)
         assign(stackings[name])
@@ -238,7 +238,7 @@ def test_mock_patch_by_name_is_undone_too() -> None:
         pytest.raises(OSError, match="no compiler here"),
     ):
         cpp_builder.get_cpp_torch_device_options("cpu")
-    stock = ido._hook._installation.previous  # type: ignore[union-attr]
+    stock = ido.hook.install._installation.previous  # type: ignore[union-attr]
     assert ido.get_cpp_device_options("cpu") == ido.CppDeviceOptions(*stock("cpu"))
 
 
@@ -566,8 +566,8 @@ def test_torch_npu_headers_build_with_the_options_the_package_gives_npu(
 
     def torch_own(device_type: str, aot_mode: bool, compile_only: bool) -> object:
         # torch's function, for a device nothing registers: what every out-of-tree device gets.
-        stock = ido._hook._installation.previous  # type: ignore[union-attr]
-        return stock(ido._hook._DEFAULTS_PROBE_DEVICE, aot_mode, compile_only)
+        stock = ido.hook.install._installation.previous  # type: ignore[union-attr]
+        return stock(ido.hook.install._DEFAULTS_PROBE_DEVICE, aot_mode, compile_only)
 
     with (
         ido.registered_cpp_device_options("npu", torch_own),

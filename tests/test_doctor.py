@@ -33,9 +33,12 @@ from test_coexistence import synthetic_cann as minimal_cann
 from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
 
 import inductor_device_options as ido
-from inductor_device_options import _doctor, _inductor_headers, _module_load, ascend
-from inductor_device_options._doctor import Check, run_doctor
-from inductor_device_options._registry import describe_callable
+from inductor_device_options import ascend
+from inductor_device_options.diagnose import doctor as _doctor
+from inductor_device_options.diagnose import inductor_headers as _inductor_headers
+from inductor_device_options.diagnose import module_load as _module_load
+from inductor_device_options.diagnose.doctor import Check, run_doctor
+from inductor_device_options.lookup.registry import describe_callable
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 
@@ -624,7 +627,7 @@ def test_an_error_of_the_package_itself_is_an_internal_error_not_the_provider_s(
     """A bug of the package cannot be had for real (the known one, paths that are not UTF-8
     in the SDK fingerprint, is fixed): one is injected into the function that finishes a
     provider's options, after the provider has returned."""
-    from inductor_device_options import _resolve
+    from inductor_device_options.lookup import resolve as _resolve
 
     def broken_fresh_options(options: object) -> object:
         raise UnicodeEncodeError("utf-8", "\udcff", 0, 1, "surrogates not allowed")

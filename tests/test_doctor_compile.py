@@ -22,9 +22,9 @@ import pytest
 from support import DOCTOR_CHECKS, shared_test_dir
 
 import inductor_device_options as ido
-from inductor_device_options import _doctor_compile
-from inductor_device_options._doctor import Check
-from inductor_device_options._hook import DeviceOptionsSource
+from inductor_device_options.diagnose import real_compile as _doctor_compile
+from inductor_device_options.diagnose.doctor import Check
+from inductor_device_options.hook.install import DeviceOptionsSource
 from inductor_device_options.sample import AUTOLOAD_ENV, RUNTIME_LIBRARY, SDK_INCLUDE_DIR
 
 pytestmark = pytest.mark.usefixtures("clean_registry")

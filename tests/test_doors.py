@@ -498,7 +498,7 @@ def test_one_line_brings_torchs_doors_under_the_packages_guarantees(
     interfaces: Callable[[str, Callable[..., object]], None],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(ido._registry, "_guaranteed", set())
+    monkeypatch.setattr(ido.lookup.registry, "_guaranteed", set())
     returned = sdk.lists()
     cpp_builder.register_cpp_device_options("mock", lambda d, a, c: returned)  # type: ignore[attr-defined]
     interfaces("ifdev", lambda aot_mode, compile_only: returned)
@@ -616,7 +616,7 @@ def _two_declarations(site: Path) -> None:
 DUPLICATES = """
 import json, warnings
 import inductor_device_options as ido
-from inductor_device_options import _registry
+from inductor_device_options.lookup import registry as _registry
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     options = ido.get_cpp_device_options("dupdev")

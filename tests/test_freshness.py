@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from support import check_python
 
-from inductor_device_options import _freshness
-from inductor_device_options._freshness import FINGERPRINT_DEFINITION, fresh_options
-from inductor_device_options._options import CppDeviceOptions
+from inductor_device_options.options import freshness as _freshness
+from inductor_device_options.options.freshness import FINGERPRINT_DEFINITION, fresh_options
+from inductor_device_options.options.model import CppDeviceOptions
 
 HEADER = """\
 #pragma once
@@ -221,7 +221,7 @@ def test_a_link_to_the_root_of_the_file_system_is_not_walked(tmp_path: Path) -> 
     (include / "a.h").write_text("#pragma once\n")
     (include / "system").symlink_to("/")
     out = check_python(  # in a process of its own: a walk of "/" would take minutes
-        "from inductor_device_options import _freshness\n"
+        "from inductor_device_options.options import freshness as _freshness\n"
         f"print(_freshness.sdk_fingerprint([{str(include)!r}], [], []))\n",
         timeout=120,
     )
@@ -271,7 +271,7 @@ def test_an_unsearchable_link_target_is_recorded_not_fatal(tmp_path: Path) -> No
     try:
         out = check_python(
             DROP_ROOT_CAPABILITIES
-            + "from inductor_device_options import _freshness\n"
+            + "from inductor_device_options.options import freshness as _freshness\n"
             + f"print(_freshness.sdk_fingerprint([{str(include)!r}], [], []))\n"
             + "try:\n"
             + f"    os.stat({str(locked / 'header.h')!r})\n"

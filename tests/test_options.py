@@ -11,8 +11,8 @@ import pytest
 from support import cpp_builder_keeps_whole
 
 from inductor_device_options import CppDeviceOptions, InvalidCppDeviceOptionsError
-from inductor_device_options._options import FIELDS, validate_cpp_device_options, value_problem
-from inductor_device_options._resolve import finish
+from inductor_device_options.lookup.resolve import finish
+from inductor_device_options.options.model import FIELDS, validate_cpp_device_options, value_problem
 
 
 def _with(field: str, value: object) -> tuple[list[object], ...]:
@@ -313,7 +313,7 @@ def test_fuzz_refused_or_one_argument_per_value(field: str) -> None:
 
 
 def test_where_the_rendering_is_not_recognised_only_plain_words_pass() -> None:
-    from inductor_device_options._rendering import _plain_word_problems
+    from inductor_device_options.options.rendering import _plain_word_problems
 
     options = CppDeviceOptions(
         [" USE_X", "A=b c"], ["/my sdk"], ["Wall"], [], ["/opt/lib"], ["it's"], ["-a 'b c'"]

@@ -25,7 +25,7 @@ from torch._inductor import config
 from torch._inductor.cpp_builder import CppBuilder, CppTorchDeviceOptions
 
 import inductor_device_options as ido
-from inductor_device_options.sample.elf import read_dynamic_section
+from inductor_device_options.demo.elf import read_dynamic_section
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 
@@ -378,8 +378,8 @@ XLINKER_PAIRS = [
 def test_the_word_after_xlinker_is_the_options_own(
     values: dict[str, list[str]], refused: str | None
 ) -> None:
-    from inductor_device_options._options import FIELDS
-    from inductor_device_options._resolve import finish
+    from inductor_device_options.lookup.resolve import finish
+    from inductor_device_options.options.model import FIELDS
 
     lists = tuple(values.get(field, []) for field in FIELDS)
     if refused is None:

@@ -17,8 +17,8 @@ import argparse
 import importlib
 import inspect
 import os
-import pkgutil
 import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -119,11 +119,10 @@ def defining_doc_comment(module_name: str, attribute: str, value: object) -> lis
     from sphinx.pycode import ModuleAnalyzer
 
     package = importlib.import_module(module_name.split(".")[0])
-    for info in pkgutil.iter_modules(package.__path__):
-        if not info.name.startswith("_") or info.name == "__main__":
-            continue  # the private modules (not the command line's entry)
-        name = f"{package.__name__}.{info.name}"
-        if getattr(importlib.import_module(name), attribute, None) is not value:
+    # The modules the package imported itself: where a re-exported value was defined.
+    prefix = package.__name__ + "."
+    for name, module in sorted(sys.modules.items()):
+        if not name.startswith(prefix) or getattr(module, attribute, None) is not value:
             continue
         comments = ModuleAnalyzer.for_module(name).find_attr_docs()
         if ("", attribute) in comments:

@@ -28,7 +28,7 @@ from ._errors import (
     ReservedDeviceTypeError,
     RunpathError,
 )
-from ._hook import (
+from .hook.install import (
     DeviceOptionsSource,
     HookState,
     arm,
@@ -39,8 +39,7 @@ from ._hook import (
     known_device_options_sources,
     registered_device_types,
 )
-from ._options import CppDeviceOptions
-from ._registry import (
+from .lookup.registry import (
     ENTRY_POINT_GROUP,
     RESERVED_DEVICE_TYPES,
     CppDeviceOptionsCallback,
@@ -49,7 +48,8 @@ from ._registry import (
     registered_cpp_device_options,
     unregister_cpp_device_options,
 )
-from ._tools import runpath
+from .options.model import CppDeviceOptions
+from .options.tools import runpath
 
 __version__ = "0.1.0"
 

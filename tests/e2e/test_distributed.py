@@ -19,6 +19,17 @@ import pytest
 from support import process_alive, torch_has_compile_subprocess, torch_precompiles_cpp_headers
 
 from inductor_device_options import default_cpp_device_options
+from inductor_device_options.demo.compiler_commands import added_options, rendered_flags
+from inductor_device_options.demo.distributed import (
+    JOB_SCRIPT,
+    JobProcess,
+    JobResult,
+    built_by,
+    job_processes,
+    run_job,
+)
+from inductor_device_options.demo.distributed_job import STALL_TEARDOWN_ENV
+from inductor_device_options.demo.elf import read_dynamic_section
 from inductor_device_options.sample import (
     DEVICE_MACRO,
     DEVICE_NAME,
@@ -27,17 +38,6 @@ from inductor_device_options.sample import (
     SDK_INCLUDE_DIR,
     SampleDevice,
 )
-from inductor_device_options.sample.compiler_commands import added_options, rendered_flags
-from inductor_device_options.sample.distributed import (
-    JOB_SCRIPT,
-    JobProcess,
-    JobResult,
-    built_by,
-    job_processes,
-    run_job,
-)
-from inductor_device_options.sample.distributed_job import STALL_TEARDOWN_ENV
-from inductor_device_options.sample.elf import read_dynamic_section
 
 RANKS = 2
 # A model of its own per job: each job compiles it, rather than loading a module that an

@@ -36,7 +36,7 @@ from support import (
     shared_test_dir,
 )
 
-from inductor_device_options._doctor import COMPILE_CHECKS
+from inductor_device_options.diagnose.doctor import COMPILE_CHECKS
 
 REGDEV_DIR = Path(__file__).resolve().parent / "regdev"
 DEVICE = "regdev"

@@ -115,7 +115,7 @@ def autoload() -> None:
     cache_dir = os.environ.get(AUTOLOAD_ENV)
     if cache_dir:
         setup(cache_dir)
-        from .compiler_commands import log_commands_for_parent
+        from ..demo.compiler_commands import log_commands_for_parent
 
         log_commands_for_parent()
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import CppDeviceOptions
-from . import AUTOLOAD_ENV, SampleDevice
+from ..sample import AUTOLOAD_ENV, SampleDevice
 from .compiler_commands import CompilerCommand, record_compiler_commands
 
 JOB_SCRIPT = Path(__file__).resolve().with_name("distributed_job.py")

@@ -24,7 +24,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from ._errors import RunpathError
+from .._errors import RunpathError
 
 #: Words whose comma-separated pieces g++ hands to another tool.
 SPLIT_PREFIXES: Mapping[str, str] = {"-Wl,": "ld", "-Wa,": "as", "-Wp,": "the preprocessor"}

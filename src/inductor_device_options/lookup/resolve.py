@@ -30,22 +30,22 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from . import _registry
-from ._errors import (
+from .._errors import (
     PROVIDER_ATTRIBUTE,
     InvalidCppDeviceOptionsError,
     ProviderRecursionError,
     add_note,
 )
-from ._freshness import fresh_options
-from ._options import (
+from .._torch_names import CPP_BUILDER
+from ..options.freshness import fresh_options
+from ..options.model import (
     CppDeviceOptions,
     ValueProblem,
     invalid_options_error,
     snapshot,
     value_problems,
 )
-from ._torch_names import CPP_BUILDER
+from . import registry as _registry
 
 if TYPE_CHECKING:
     from importlib import metadata
@@ -324,7 +324,7 @@ def finish(
             libraries.append(str.__str__(library))
     options = provided._replace(libraries=libraries)
     _raise_first(value_problems(options), options, options, device_type, provider, custom_op_libs)
-    from ._rendering import final_problems  # learns from torch: only when there is news
+    from ..options.rendering import final_problems  # learns from torch: only when there is news
 
     final = fresh_options(options)
     _raise_first(final_problems(final), options, final, device_type, provider, custom_op_libs)

@@ -23,8 +23,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from . import _registry
-from ._errors import DeviceNotAskedWarning
+from .._errors import DeviceNotAskedWarning
+from ..lookup import registry as _registry
 
 
 class AskedDevice(NamedTuple):

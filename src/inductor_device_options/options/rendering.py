@@ -22,16 +22,16 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ._compiler import CompilerQuestion, compiler_problems, questions
-from ._options import (
+from .._torch_names import CPP_BUILDER
+from .compiler import CompilerQuestion, compiler_problems, questions
+from .model import (
     FIELDS,
     MULTI_WORD_FIELDS,
     CppDeviceOptions,
     ValueProblem,
     value_problems,
 )
-from ._tools import Argument, tool_problems
-from ._torch_names import CPP_BUILDER
+from .tools import Argument, tool_problems
 
 _VALUE = "{value}"
 _PROBE = "inductor_device_options_probe"

@@ -26,8 +26,18 @@ from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from . import _registry
-from ._chain import (
+from .._errors import add_note
+from .._torch_names import CPP_BUILDER, FUNCTION, REGISTER, REGISTRY
+from ..lookup import registry as _registry
+from ..lookup.resolve import (
+    Source,
+    find_source,
+    interface_defining_cpp_options,
+    interface_description,
+    serve,
+)
+from ..options.model import CppDeviceOptions
+from .chain import (
     AdoptedFunction,
     Args,
     Chain,
@@ -41,16 +51,6 @@ from ._chain import (
     pending_default,
     pending_default_for,
 )
-from ._errors import add_note
-from ._options import CppDeviceOptions
-from ._resolve import (
-    Source,
-    find_source,
-    interface_defining_cpp_options,
-    interface_description,
-    serve,
-)
-from ._torch_names import CPP_BUILDER, FUNCTION, REGISTER, REGISTRY
 
 if TYPE_CHECKING:
     import importlib.machinery
@@ -309,7 +309,7 @@ def install(module: ModuleType) -> None:
         current = module.__dict__[FUNCTION]
         installation = _installation
         # Imported with the hook, not with the package: only processes that build C++.
-        from ._asked import observe_question
+        from .asked import observe_question
 
         observe = functools.partial(observe_question, is_served=_is_served)
         if (

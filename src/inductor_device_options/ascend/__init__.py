@@ -29,7 +29,7 @@ layout, the 8.5+ ``cann`` layout and their ``<arch>-linux`` sub-trees, with
 ``latest``-style links resolved to the versioned directory (so Inductor's
 compile cache tells CANN releases apart).  torch_npu is located without being
 imported (importing it needs the device runtime).  See
-:mod:`inductor_device_options._cann` for the layouts relied on.
+:mod:`inductor_device_options.ascend.cann` for the layouts relied on.
 
 Discovery happens when an ``npu`` build first asks for options, never at
 import; it is cached per process, keyed on the environment variables it
@@ -58,8 +58,13 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Literal, TypeVar
 
-from . import _cann, _registry
-from ._cann import (
+from ..diagnose.inductor_headers import HEADERS_ATTRIBUTE
+from ..hook.install import default_cpp_device_options, hook_state
+from ..lookup import registry as _registry
+from ..lookup.registry import register_cpp_device_options, unregister_cpp_device_options
+from ..options.model import CppDeviceOptions
+from . import cann as _cann
+from .cann import (
     ACL_SPLIT_LIBRARIES,
     CANN_ENV_VARS,
     CANN_INCLUDE_SUBDIRS,
@@ -72,10 +77,6 @@ from ._cann import (
     TorchNpuInstall,
     TorchNpuNotFoundError,
 )
-from ._hook import default_cpp_device_options, hook_state
-from ._inductor_headers import HEADERS_ATTRIBUTE
-from ._options import CppDeviceOptions
-from ._registry import register_cpp_device_options, unregister_cpp_device_options
 
 __all__ = [
     "ACL_SPLIT_LIBRARIES",
@@ -316,7 +317,7 @@ def _check_paths(options: CppDeviceOptions, cann: CannInstall, torch_npu: TorchN
     """Raise ``CannPathError`` for a CANN or torch_npu dir that would not reach g++ as one
     argument (a space where Inductor does not quote, a quote, a newline): the generic
     validation error would not say that CANN's location is the cause."""
-    from ._rendering import final_value_problem
+    from ..options.rendering import final_value_problem
 
     for field in ("include_dirs", "libraries_dirs"):
         for value in getattr(options, field):

@@ -19,7 +19,7 @@ import subprocess
 import sys
 from typing import NamedTuple
 
-from ._run import run_tool
+from .run import run_tool
 
 # Run by the fresh process: import torch (its backend autoload included), then load the
 # module named on stdin and report, on the last line of stdout, what the loader said

@@ -25,7 +25,7 @@ import shlex
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ._errors import InvalidCppDeviceOptionsError
+from .._errors import InvalidCppDeviceOptionsError
 
 
 class CppDeviceOptions(NamedTuple):

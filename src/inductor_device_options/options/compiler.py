@@ -22,7 +22,7 @@ import threading
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ._tools import Argument
+from .tools import Argument
 
 _PLAIN_DEFINITION = re.compile(r" *([A-Za-z_][A-Za-z0-9_]*)(=[A-Za-z0-9_.+\-:%,=]*)?")
 # Names #define refuses (C++ operator names, 'defined') or warns about: the compiler decides.

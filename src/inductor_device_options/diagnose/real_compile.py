@@ -26,7 +26,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._doctor import (
+from ..hook.install import DeviceOptionsSource
+from .doctor import (
     _RELEVANT,
     CHECKS,
     Check,
@@ -35,14 +36,13 @@ from ._doctor import (
     _is_torch_dir,
     _shorten,
 )
-from ._hook import DeviceOptionsSource
 
 DEFAULT_TIMEOUT = 900.0
 GRAPH = "x * 2 + 1"
 Json = dict[str, Any]
 _BOOT = (
     "import sys, torch\n"
-    "from inductor_device_options._compile_child import child_main\n"
+    "from inductor_device_options.diagnose.compile_child import child_main\n"
     "sys.exit(child_main(sys.argv[1:]))\n"
 )
 

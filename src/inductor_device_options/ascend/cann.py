@@ -48,7 +48,7 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from ._errors import CppDeviceOptionsError
+from .._errors import CppDeviceOptionsError
 
 __all__ = [
     "ACL_SPLIT_LIBRARIES",

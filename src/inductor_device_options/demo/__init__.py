@@ -31,7 +31,7 @@ from .. import (
     hook_state,
     registered_cpp_device_options,
 )
-from . import (
+from ..sample import (
     AUTOLOAD_ENV,
     DEVICE_MACRO,
     DEVICE_NAME,
@@ -235,7 +235,7 @@ def buildable_cache_dir(cache_dir: str | os.PathLike[str] | None) -> tuple[Path,
     falls back to a temporary one.
     """
     from .. import RunpathError, runpath
-    from .._rendering import final_value_problem
+    from ..options.rendering import final_value_problem
 
     wanted = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     fallback = Path(tempfile.gettempdir()) / f"inductor-device-options-{os.getuid()}" / DEVICE_NAME

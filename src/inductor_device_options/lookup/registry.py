@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from ._errors import (
+from .._errors import (
     InvalidDeviceTypeError,
     InvalidProviderError,
     ProviderLoadError,

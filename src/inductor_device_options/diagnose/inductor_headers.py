@@ -29,7 +29,7 @@ from collections.abc import Callable, Collection, Sequence
 from functools import cache
 from typing import NamedTuple
 
-from ._run import run_tool
+from .run import run_tool
 
 #: The attribute of a provider callback (or of a DeviceInterface) that declares the
 #: headers Inductor's C++ wrapper for the device includes: see the module docstring.
@@ -97,7 +97,7 @@ def _asked(codegen: object, device_type: str, aot_mode: bool) -> DeviceHeaders |
     this torch's Inductor calls; None where it calls none (torch 2.6)."""
     from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
 
-    from ._registry import describe_callable
+    from ..lookup.registry import describe_callable
 
     mode = "aot" if aot_mode else "jit"
     if hasattr(CppWrapperCpu, f"get_device_include_path_{mode}"):

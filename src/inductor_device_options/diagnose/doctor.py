@@ -25,16 +25,16 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from . import __version__, _registry
-from ._asked import AskedDevice, asked_device_type, not_asked_fix
-from ._errors import (
+from .. import __version__
+from .._errors import (
     CppDeviceOptionsError,
     InvalidCppDeviceOptionsError,
     ProviderLoadError,
     raised_by_provider,
 )
-from ._freshness import _inside_torch
-from ._hook import (
+from .._torch_names import CPP_BUILDER
+from ..hook.asked import AskedDevice, asked_device_type, not_asked_fix
+from ..hook.install import (
     DeviceOptionsSource,
     get_cpp_device_options,
     hook_state,
@@ -43,7 +43,11 @@ from ._hook import (
     package_cpp_device_options,
     served_interface,
 )
-from ._inductor_headers import (
+from ..lookup import registry as _registry
+from ..options.freshness import _inside_torch
+from ..options.model import FIELDS, CppDeviceOptions, ValueProblem
+from ..options.rendering import final_problems, final_value_problem
+from .inductor_headers import (
     DeviceHeaders,
     InvalidHeadersDeclarationError,
     device_headers,
@@ -51,11 +55,8 @@ from ._inductor_headers import (
     shadowed_headers,
     system_include_dirs,
 )
-from ._module_load import FreshPython, missing_library, resolution
-from ._options import FIELDS, CppDeviceOptions, ValueProblem
-from ._rendering import final_problems, final_value_problem
-from ._run import run_tool
-from ._torch_names import CPP_BUILDER
+from .module_load import FreshPython, missing_library, resolution
+from .run import run_tool
 
 if TYPE_CHECKING:
     from torch._inductor.cpp_builder import CppBuilder
@@ -281,7 +282,7 @@ def bundled_backend_missing(source: DeviceOptionsSource) -> str | None:
     entry_point = _registry.declared_entry_points().get(source.device_type)
     if entry_point is None or entry_point.value != BUNDLED_ASCEND_PROVIDER:
         return None
-    from .ascend import TorchNpuNotFoundError, find_torch_npu
+    from ..ascend import TorchNpuNotFoundError, find_torch_npu
 
     try:
         find_torch_npu()

@@ -56,9 +56,10 @@ def _child(device: str, aot_mode: bool, provider: str | None, work: Path, result
     import torch._inductor.config as inductor_config
     from torch._inductor import cpp_builder
 
-    from . import _registry, get_cpp_device_options
-    from ._chain import flags
-    from ._doctor import load_provider, parse_provider_spec
+    from .. import get_cpp_device_options
+    from ..hook.chain import flags
+    from ..lookup import registry as _registry
+    from .doctor import load_provider, parse_provider_spec
 
     def setup() -> None:
         if provider is not None:
@@ -152,7 +153,7 @@ def _child(device: str, aot_mode: bool, provider: str | None, work: Path, result
 def _codegen(device: str) -> str | None:
     from torch._inductor.codegen.common import get_wrapper_codegen_for_device
 
-    from ._registry import describe_callable
+    from ..lookup.registry import describe_callable
 
     codegen = get_wrapper_codegen_for_device(device, cpp_wrapper=True)
     if codegen is None:

@@ -32,8 +32,8 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, Literal, NamedTuple
 
-from . import _registry
-from ._torch_names import FUNCTION
+from .._torch_names import FUNCTION
+from ..lookup import registry as _registry
 
 _CHAIN_ATTRIBUTE = "_inductor_device_options_chain"
 # A dunder name: unittest.mock objects raise AttributeError for those instead of inventing one.

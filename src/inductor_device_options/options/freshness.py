@@ -24,7 +24,7 @@ import hashlib
 import os
 import threading
 
-from ._options import CppDeviceOptions
+from .model import CppDeviceOptions
 
 FINGERPRINT_DEFINITION = "INDUCTOR_DEVICE_OPTIONS_SDK_FINGERPRINT"
 

@@ -214,20 +214,23 @@ from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
-from . import __version__, _doctor, _doctor_compile, _registry
-from ._asked import AskedDevice, asked_device_type
-from ._asked import seen as seen_not_asked
-from ._doctor import Check, ProviderSpec, UnknownDeviceError
-from ._errors import CppDeviceOptionsError, ProviderLoadError, raised_by_provider
-from ._hook import (
+from .. import __version__
+from .._errors import CppDeviceOptionsError, ProviderLoadError, raised_by_provider
+from ..diagnose import doctor as _doctor
+from ..diagnose import real_compile as _doctor_compile
+from ..diagnose.doctor import Check, ProviderSpec, UnknownDeviceError
+from ..diagnose.module_load import FreshPython
+from ..hook.asked import AskedDevice, asked_device_type
+from ..hook.asked import seen as seen_not_asked
+from ..hook.install import (
     DeviceOptionsSource,
     device_options_source,
     get_cpp_device_options,
     hook_state,
     known_device_options_sources,
 )
-from ._module_load import FreshPython
-from ._options import FIELDS
+from ..lookup import registry as _registry
+from ..options.model import FIELDS
 
 if TYPE_CHECKING:
     from importlib import metadata
@@ -860,7 +863,7 @@ def _spinner(message: str) -> Callable[[], None]:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from .sample.demo import run_demo
+    from ..demo import run_demo
 
     return run_demo(sys.stdout, cache_dir=args.cache_dir, ranks=args.ranks)
 
