@@ -34,10 +34,13 @@ class CppDeviceOptionsError(Exception):
         provider: The callback, entry point or interface that computed (or failed to
             compute) the device's options, as a person can find it in the code
             (``"my_backend.cpp_device_options"``).
+        fix: What to do about it, when there is one thing to do; ``str(error)`` ends with
+            it after ``"Fix: "``.
 
     Attributes:
         device_type: As given.
         provider: As given.
+        fix: As given, or None.
 
     Example:
         >>> import inductor_device_options as ido
@@ -49,11 +52,17 @@ class CppDeviceOptionsError(Exception):
     """
 
     def __init__(
-        self, message: str, *, device_type: str | None = None, provider: str | None = None
+        self,
+        message: str,
+        *,
+        device_type: str | None = None,
+        provider: str | None = None,
+        fix: str | None = None,
     ):
-        super().__init__(message)
+        super().__init__(message if fix is None else f"{message}\nFix: {fix}")
         self.device_type = device_type
         self.provider = provider
+        self.fix = fix
 
 
 class InvalidDeviceTypeError(CppDeviceOptionsError, ValueError):

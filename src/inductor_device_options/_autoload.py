@@ -1,0 +1,29 @@
+"""What ``import torch`` calls: the entry points of group ``torch.backends`` (pyproject.toml).
+
+Every process that imports torch runs them, so they stay small: importing the package arms
+the hook, and the sample device is imported only where ``$INDUCTOR_DEVICE_OPTIONS_SAMPLE_DIR``
+asks for it (the demo sets it): installing this package must not make every torch process
+load the sample.
+"""
+
+from __future__ import annotations
+
+import os
+
+#: Names the sample device's cache dir; where it is set, ``import torch`` sets up the sample.
+SAMPLE_DIR_ENV = "INDUCTOR_DEVICE_OPTIONS_SAMPLE_DIR"
+
+
+def arm() -> None:
+    """Arm the hook (importing the package did; calling again does nothing)."""
+    from .hook.install import arm as arm_hook
+
+    arm_hook()
+
+
+def sample() -> None:
+    """Set up the sample device where ``$INDUCTOR_DEVICE_OPTIONS_SAMPLE_DIR`` is set."""
+    if os.environ.get(SAMPLE_DIR_ENV):
+        from .sample import autoload
+
+        autoload()
