@@ -166,12 +166,11 @@ def bench_lookup(settings: Settings) -> list[Result]:
     import torch._inductor.cpp_builder as cpp_builder
 
     import inductor_device_options as ido
-    from inductor_device_options.hook import install as _hook
+    from inductor_device_options.hook import serve as _serve
 
-    installation = _hook._installation
-    assert installation is not None
+    installation = _serve.installed()
     # With torch's native registry there is no hook: torch's function is what Inductor calls.
-    stock = installation.previous
+    stock = installation.function_below
     hooked = cpp_builder.get_cpp_torch_device_options
     timings = median_of_blocks(
         {"stock": lambda: stock("cpu", False, False), "hook": lambda: hooked("cpu", False, False)},

@@ -95,23 +95,16 @@ def clean_registry() -> Iterator[None]:
     are removed after it."""
     import sys
 
-    from inductor_device_options.lookup import registry as _registry
+    from inductor_device_options import testing
 
     def torch_registry() -> dict[str, object] | None:
         module = sys.modules.get("torch._inductor.cpp_builder")
         registry = getattr(module, "_cpp_device_options_registry", None)
         return registry if isinstance(registry, dict) else None
 
-    with _registry._lock:
-        saved = dict(_registry._registered)
-        guaranteed = set(_registry._guaranteed)
     saved_torch = dict(torch_registry() or {})
     yield
-    with _registry._lock:
-        _registry._registered.clear()
-        _registry._registered.update(saved)
-        _registry._guaranteed.clear()
-        _registry._guaranteed.update(guaranteed)
+    testing.reset()
     registry = torch_registry()
     if registry is not None:
         registry.clear()

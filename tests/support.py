@@ -139,7 +139,7 @@ def cpp_builder_keeps_whole(field: str) -> bool:
         return result
 
     try:
-        with ido.registered_cpp_device_options("dirprobe", options):
+        with ido.testing.registered_cpp_device_options("dirprobe", options):
             line = CppBuilder(
                 name="probe",
                 sources=["probe.cpp"],

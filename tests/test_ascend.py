@@ -23,7 +23,10 @@ from support import NATIVE, cpp_builder_keeps_whole
 
 import inductor_device_options as ido
 from inductor_device_options import ascend
-from inductor_device_options.ascend.cann import cann_arch
+from inductor_device_options.ascend import _cann
+from inductor_device_options.ascend._cann import cann_arch
+from inductor_device_options.ascend._provider import npu_cpp_device_options
+from inductor_device_options.lookup.provider_attributes import HEADERS_ATTRIBUTE, hints_of
 
 ARCH = cann_arch()
 ENV_VARS = (
@@ -309,7 +312,7 @@ def isolated(monkeypatch: pytest.MonkeyPatch, base: Path) -> Iterator[None]:
     for var in ENV_VARS:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(
-        ascend,
+        _cann,
         "DEFAULT_CANN_ROOTS",
         (str(base / "Ascend" / "cann"), str(base / "Ascend" / "ascend-toolkit" / "latest")),
     )
@@ -355,7 +358,7 @@ def test_npu_options_exact(
     torch_npu = make_torch_npu(base)
     use(monkeypatch, layout, torch_npu)
 
-    assert ascend.npu_cpp_device_options() == expected_npu_options(layout, torch_npu)
+    assert npu_cpp_device_options() == expected_npu_options(layout, torch_npu)
     cann = ascend.find_cann()
     assert cann.home == str(layout.home)  # links such as latest / cann resolved
     assert cann.source == (next(iter(layout.env)) if layout.env else "default")
@@ -403,7 +406,7 @@ def test_torch_npu_found_by_override_and_lib_override(
         str(torch_npu.package_dir),
         "PYTORCH_NPU_INSTALL_PATH",
     )
-    options = ascend.npu_cpp_device_options()
+    options = npu_cpp_device_options()
     assert options.libraries_dirs == [str(other_lib), *layout.library_dirs]
     assert options.include_dirs == [torch_npu.include_dir, *layout.include_dirs]
 
@@ -446,9 +449,9 @@ def test_changing_ascend_home_path_gives_the_new_tree(
     monkeypatch.syspath_prepend(str(torch_npu.site))
 
     monkeypatch.setenv("ASCEND_HOME_PATH", str(old.home.parent / "latest"))
-    assert ascend.npu_cpp_device_options() == expected_npu_options(old, torch_npu)
+    assert npu_cpp_device_options() == expected_npu_options(old, torch_npu)
     monkeypatch.setenv("ASCEND_HOME_PATH", str(new.home.parent / "cann"))
-    assert ascend.npu_cpp_device_options() == expected_npu_options(new, torch_npu)
+    assert npu_cpp_device_options() == expected_npu_options(new, torch_npu)
     monkeypatch.setenv("ASCEND_HOME_PATH", str(old.home))
     assert ascend.find_cann().home == str(old.home)
 
@@ -504,10 +507,10 @@ def test_register_is_lazy_idempotent_and_undone(base: Path) -> None:
         warnings.simplefilter("error")
         ascend.register()  # no CANN, no torch_npu: nothing is looked up yet
         ascend.register()  # no "already registered" warning
-    assert "npu" in ido.registered_device_types()
+    assert "npu" in ido.introspection.registered_device_types()
     assert ascend.unregister() is True
     assert ascend.unregister() is False
-    assert "npu" not in ido.registered_device_types()
+    assert "npu" not in ido.introspection.registered_device_types()
 
 
 def test_patch_get_cpp_torch_device_options_registers(
@@ -580,6 +583,8 @@ def test_missing_cann_error(base: Path) -> None:
     assert isinstance(info.value, ido.CppDeviceOptionsError)
     assert isinstance(info.value, ascend.AscendOptionsError)
     assert info.value.device_type == "npu"
+    assert info.value.provider == "inductor_device_options.ascend.cpp_device_options"
+    assert f"Fix: {info.value.fix}" == CANN_HINT  # the fix is an attribute, and ends the text
 
 
 def test_missing_cann_error_says_why_each_place_failed(
@@ -595,7 +600,7 @@ def test_missing_cann_error_says_why_each_place_failed(
     monkeypatch.setenv("ASCEND_TOOLKIT_HOME", str(no_library))
 
     with pytest.raises(ascend.CannNotFoundError) as info:
-        ascend.npu_cpp_device_options()
+        npu_cpp_device_options()
     assert str(info.value) == "\n".join(
         [
             "Could not find the Ascend CANN toolkit needed to compile Inductor kernels for the "
@@ -634,7 +639,7 @@ def test_missing_torch_npu_error(base: Path, monkeypatch: pytest.MonkeyPatch) ->
     layout = classic_toolkit(base)
     monkeypatch.setenv("ASCEND_HOME_PATH", layout.env["ASCEND_HOME_PATH"])
     with pytest.raises(ascend.TorchNpuNotFoundError) as info:
-        ascend.npu_cpp_device_options()
+        npu_cpp_device_options()
     assert str(info.value) == "\n".join(
         [
             "Could not find torch_npu, which Inductor needs to compile kernels for the 'npu' "
@@ -649,6 +654,7 @@ def test_missing_torch_npu_error(base: Path, monkeypatch: pytest.MonkeyPatch) ->
         ]
     )
     assert isinstance(info.value, ido.CppDeviceOptionsError)
+    assert info.value.fix is not None and info.value.fix.startswith("install torch_npu for")
 
 
 def test_torch_npu_without_libtorch_npu_error(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -670,6 +676,9 @@ def test_torch_npu_without_libtorch_npu_error(base: Path, monkeypatch: pytest.Mo
             "libtorch_npu.so.",
         ]
     )
+    assert info.value.fix == (
+        "reinstall torch_npu, or set LIBTORCH_NPU_PATH to the directory holding libtorch_npu.so."
+    )
 
 
 def test_missing_cann_surfaces_through_inductor_not_at_import_or_register(base: Path) -> None:
@@ -688,11 +697,59 @@ def test_import_does_not_import_inductor_or_torch_npu(tmp_path: Path) -> None:
         import inductor_device_options.ascend as ascend
         ascend.register()
         bad = [m for m in ("torch._inductor", "torch_npu") if m in sys.modules]
+        bad += [m for m in sys.modules if m.startswith("inductor_device_options.diagnose")]
         assert not bad, bad
         """
     )
     env = {k: v for k, v in os.environ.items() if k not in ENV_VARS}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=tmp_path)
+
+
+# --- what doctor reads off the provider, and the public face -------------------------------
+
+
+def test_doctor_hints_say_what_to_do_for_ascend_and_whether_torch_npu_is_absent(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hints = hints_of(ascend.cpp_device_options)
+    assert {key: value for key, value in hints.items() if key != "absent"} == {
+        "setup": "for Ascend: source CANN's set_env.sh or set ASCEND_HOME_PATH",
+        "loader": "for Ascend: source CANN's set_env.sh, which sets LD_LIBRARY_PATH",
+        "headers": "for Ascend: install torch_npu",
+    }
+    absent = hints["absent"]
+    assert callable(absent)
+    assert absent() == "torch_npu is not installed (the bundled Ascend provider's device)"
+    monkeypatch.syspath_prepend(str(make_torch_npu(base).site))  # found, never imported
+    assert absent() is None
+    assert "torch_npu" not in sys.modules
+
+
+def test_the_provider_declares_the_headers_torch_npus_codegen_includes() -> None:
+    headers = getattr(ascend.cpp_device_options, HEADERS_ATTRIBUTE)
+    assert headers("npu", False)[-1] == "torch_npu/csrc/inductor/cpp_wrapper/npu.h"
+    assert headers("npu", True)[-1] == "torch_npu/csrc/inductor/aoti_include/npu.h"
+    assert "acl/acl.h" in headers("npu", False)
+
+
+def test_the_public_face_is_what_a_user_of_the_provider_needs() -> None:
+    assert sorted(ascend.__all__) == [
+        "AscendOptionsError",
+        "CannInstall",
+        "CannNotFoundError",
+        "CannPathError",
+        "TorchNpuInstall",
+        "TorchNpuNotFoundError",
+        "clear_cache",
+        "cpp_device_options",
+        "find_cann",
+        "find_torch_npu",
+        "patch_get_cpp_torch_device_options",
+        "register",
+        "unregister",
+    ]
+    for name in ascend.__all__:  # shown where users import them from
+        assert getattr(ascend, name).__module__ == "inductor_device_options.ascend", name
 
 
 # --- end to end: Inductor's CppBuilder compiles, links and loads against the trees ----------
@@ -775,6 +832,7 @@ def test_cann_under_a_path_g_plus_plus_cannot_take_says_so_and_what_to_do(
         "to the compiler for the 'npu' device: "
     )
     assert "\nFix: install (or move) it to a path without whitespace, quotes" in message
+    assert info.value.fix is not None and message.endswith(f"\nFix: {info.value.fix}")
     assert isinstance(info.value, ascend.AscendOptionsError)
     assert info.value.device_type == "npu"
 

@@ -25,8 +25,8 @@ from torch._inductor.graph import GraphLowering
 from torch._inductor.virtualized import V
 
 import inductor_device_options as ido
-from inductor_device_options.hook import asked as _asked
-from inductor_device_options.hook.asked import DeviceNotAskedWarning, asked_device_type
+from inductor_device_options import DeviceNotAskedWarning, _state, testing
+from inductor_device_options.diagnose.asked import asked_device_type
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 
@@ -64,12 +64,12 @@ def backends() -> Iterator[None]:
         common.register_backend_for_device(device, CppScheduling, PythonWrapperCodegen, codegen)
     # A wrapper that reports its device asks for the device's overrides, as backends give.
     common.register_device_op_overrides("askeddev", common.DeviceOpOverrides())
-    _asked.reset()
+    testing.reset()
     yield
     for device in ("askedcpu", "askeddev"):
         common.device_codegens.pop(device, None)
     common.device_op_overrides_dict.pop("askeddev", None)
-    _asked.reset()
+    testing.reset()
 
 
 @pytest.mark.usefixtures("backends")
@@ -166,7 +166,7 @@ def test_a_served_device_built_with_cpus_options_warns_once() -> None:
     message = str(warning)
     assert "OpenregShapedCodegen.__init__, set self.device = 'askedcpu'" in message
     assert "torch/csrc/inductor/cpp_wrapper/askedcpu.h" in message
-    assert _asked.seen == {("askedcpu", "cpu"): f"{__name__}.OpenregShapedCodegen"}
+    assert _state.not_asked_seen == {("askedcpu", "cpu"): f"{__name__}.OpenregShapedCodegen"}
     assert questions(graph, "cpu") == []  # once per (device, device type asked)
 
 

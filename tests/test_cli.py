@@ -102,7 +102,7 @@ INVALID_ENTRY_POINTS = {"my-dev": "thirdparty:options", "cpu": "thirdparty:optio
 CHECK_NAMES = list(DOCTOR_CHECKS)
 # Every device a provider of these tests serves: the SDK has Inductor's headers for each.
 SDK_DEVICES = [*ENTRY_POINTS, "mydev", "flagdev", "utfdev", "alldev", "otherdev"]
-SOURCE_KEYS = {"device_type", "source", "description", "guaranteed"}
+SOURCE_KEYS = {"device_type", "kind", "source", "description", "guaranteed"}
 # The top-level keys of each JSON document.
 COMMON_KEYS = {"schema", "version", "torch_version"}
 DEVICE_KEYS = COMMON_KEYS | {"device_type", "aot_mode", "source", "error"}
@@ -201,7 +201,7 @@ def text_of(run: Run, exit_code: int) -> str:
 def assert_source(source: object, device_type: str, kind: str) -> None:
     assert isinstance(source, dict) and set(source) == SOURCE_KEYS
     assert source["device_type"] == device_type
-    assert source["source"] == kind
+    assert source["kind"] == source["source"] == kind
     assert isinstance(source["description"], str)
 
 
@@ -224,6 +224,7 @@ def test_list_json_names_torch_the_hook_and_each_device_with_its_source(
     assert isinstance(hook, dict)
     assert set(hook) == {
         "mode",
+        "function_below",
         "chains_to",
         "replaced_by",
         "registrations_apply",
@@ -233,7 +234,8 @@ def test_list_json_names_torch_the_hook_and_each_device_with_its_source(
     }
     assert hook["adopted"] == []
     assert hook["mode"] == ("native" if NATIVE else "hook")
-    assert hook["chains_to"] == "torch._inductor.cpp_builder.get_cpp_torch_device_options"
+    assert hook["function_below"] == "torch._inductor.cpp_builder.get_cpp_torch_device_options"
+    assert hook["chains_to"] == hook["function_below"]
     assert hook["replaced_by"] is None and hook["registrations_apply"] is True
     assert isinstance(hook["description"], str)
     devices = document["devices"]
@@ -247,7 +249,7 @@ def test_list_json_names_torch_the_hook_and_each_device_with_its_source(
         assert f"{name} = {value}" in by_name[name]["description"]
         assert "(distribution clidist 2.0)" in by_name[name]["description"]
     assert_source(by_name["npu"], "npu", "entry point")  # this package's Ascend provider
-    assert all(device["source"] in SOURCES for device in devices)
+    assert all(device["kind"] in SOURCES for device in devices)
     assert "my-dev" not in by_name
     assert_source(by_name["cpu"], "cpu", "torch")
     ignored = {entry["name"]: entry for entry in document["invalid_declarations"]}
@@ -375,9 +377,10 @@ def checks_of(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
         assert check["status"] in {"pass", "warn", "fail", "skip"}
         assert isinstance(check["title"], str) and isinstance(check["summary"], str)
         for problem in check["problems"]:
-            assert set(problem) == {"cause", "fix", "details"}
+            assert set(problem) == {"cause", "fix", "details", "instances"}
             assert isinstance(problem["cause"], str) and isinstance(problem["fix"], str)
             assert all(isinstance(line, str) for line in problem["details"])
+            assert all(isinstance(line, str) for line in problem["instances"])
         assert bool(check["problems"]) == (check["status"] in ("fail", "warn"))
     return {check["name"]: check for check in checks}
 
@@ -426,11 +429,8 @@ def test_doctor_names_a_missing_library_and_the_linker_error(
         f"libclidev_missing.so not found in {torch.__path__[0]}/lib, "
         f"{site / 'clidev_sdk/lib'} or the system linker path"
     )
-    assert problem["fix"] == (
-        "install the device SDK or fix its provider (entry point nolibdev = "
-        "cli_provider:missing_library in group 'inductor_device_options' "
-        "(distribution clidist 2.0))"
-    )
+    # The report's header names the provider: its fixes say "its provider".
+    assert problem["fix"] == "install the device SDK or fix its provider"
     [build_problem] = checks["probe_build"]["problems"]
     assert any("cannot find -lclidev_missing" in line for line in build_problem["details"])
     assert "libraries found" in build_problem["fix"]
@@ -444,7 +444,8 @@ def test_doctor_names_a_missing_include_dir_in_plain_text(
     include_dirs = len(ido.default_cpp_device_options("noincdev").include_dirs) + 2  # torch's
     assert f"FAIL  include dirs exist: 1 of {include_dirs} include dirs missing" in lines
     assert f"      cause: include dir {site / 'clidev_sdk/no_such_include'} does not exist" in lines
-    assert "      fix:   install the device SDK or fix its provider (entry point noincdev" in out
+    assert "      fix:   install the device SDK or fix its provider" in lines
+    assert out.count("entry point noincdev = cli_provider:missing_include_dir") == 1
     assert [line[:4] for line in lines if line[:4] in {"PASS", "WARN", "FAIL", "SKIP"}] == [
         "PASS",
         "SKIP",
@@ -530,7 +531,8 @@ def test_doctor_names_each_malformed_flag_of_a_given_provider(doctors: dict[str,
     assert "FAIL  flags well formed: 1 bad value" in out
     assert "cause: cflags[0] = '-O2' reaches g++ as ['--O2'], which g++ rejects: " in out
     assert "(Inductor adds '-' itself: write 'O2'?)" in out
-    assert "fix:   fix the provider (cli_provider.bad_flags)" in out
+    assert "      fix:   fix the provider" in out.splitlines()
+    assert out.count("cli_provider.bad_flags") == 1  # in the header only
     assert "SKIP  probe compiles and links" in out
     assert "SKIP  probe loads" in out
 
@@ -630,6 +632,7 @@ def test_doctor_fails_its_first_check_when_the_provider_cannot_be_loaded(
     assert (document["ok"], document["exit_code"], document["error"]) == (False, 1, None)
     assert document["source"] == {
         "device_type": "loaddev",
+        "kind": "registration",
         "source": "registration",
         "description": "exits_at_import:options",
         "guaranteed": True,
@@ -769,7 +772,7 @@ def test_doctor_all_json_is_one_document(every_device: dict[str, Run]) -> None:
     }
     for device in devices.values():
         assert set(device) == {"device_type", "source", "status", "skipped", "checks"}
-        assert_source(device["source"], device["device_type"], device["source"]["source"])
+        assert_source(device["source"], device["device_type"], device["source"]["kind"])
     assert devices["npu"]["checks"] == [] and "torch_npu" in devices["npu"]["skipped"]
     assert [check["name"] for check in devices["alldev"]["checks"]] == CHECK_NAMES
     assert devices["brokendev"]["checks"][0]["name"] == "provider"
@@ -905,7 +908,7 @@ def test_colour_only_on_a_terminal_without_no_color(
         monkeypatch.delenv("NO_COLOR", raising=False)
     else:
         monkeypatch.setenv("NO_COLOR", no_color)
-    assert (ANSI in cli._Style.for_stream(stream).fail("FAIL")) is coloured
+    assert (ANSI in cli.Style.for_stream(stream).fail("FAIL")) is coloured
 
 
 # --- a backend whose builds ask for another device type ----------------------------------

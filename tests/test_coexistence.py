@@ -37,6 +37,7 @@ from support import (
 from torch._inductor import config
 
 import inductor_device_options as ido
+from inductor_device_options.hook.serve import DEFAULTS_PROBE_DEVICE, installed
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 
@@ -70,7 +71,7 @@ def restored_function() -> Iterator[Function]:
     saved = cpp_builder.get_cpp_torch_device_options
     yield saved
     cpp_builder.get_cpp_torch_device_options = saved
-    assert ido.hook_state().adopted == ()
+    assert ido.introspection.hook_state().adopted == ()
 
 
 def openreg_wrapper(previous: Function) -> Function:
@@ -109,7 +110,7 @@ def test_torch_npu_replacement_after_the_hook_keeps_every_registration(
         with config.patch({"aot_inductor.custom_op_libs": ["my_ops"]}):
             libraries = cpp_builder.CppTorchDeviceOptions(device_type="acme").get_libraries()
             assert "my_ops" in libraries
-    state = ido.hook_state()
+    state = ido.introspection.hook_state()
     assert state.registrations_apply and state.replaced_by is None
     assert [function.description for function in state.adopted] == [
         "torch_npu._inductor.cpp_builder.get_cpp_torch_device_options"
@@ -155,7 +156,7 @@ def test_a_wrapper_after_the_hook_wraps_registrations_without_recursing() -> Non
     assign(openreg_wrapper)
     assert definitions("acme")[-2:] == [ACME_MACRO, WRAPPER_MACRO]
     assert definitions("cpu") == [*stock_cpu, WRAPPER_MACRO]
-    state = ido.hook_state()
+    state = ido.introspection.hook_state()
     assert state.registrations_apply
     assert [function.behaviour for function in state.adopted] == ["wraps the hook"]
 
@@ -190,7 +191,7 @@ def test_any_stack_behaves_as_without_the_package_plus_the_registrations(
     ido.register_cpp_device_options("acme", acme_options)
     # The same stack without the package: each function over the one before, torch's at
     # the bottom.
-    without: Function = ido.hook.install._installation.previous  # type: ignore[union-attr]
+    without: Function = installed().function_below
     for name in names:
         without = stackings[name](without)
         assign(stackings[name])
@@ -210,7 +211,7 @@ def test_any_stack_behaves_as_without_the_package_plus_the_registrations(
     ]
     assert acme.count(ACME_MACRO) == 1
     assert acme[acme.index(ACME_MACRO) + 1 :] == [WRAPPER_MACRO] * wrappers_above
-    assert ido.hook_state().registrations_apply
+    assert ido.introspection.hook_state().registrations_apply
 
 
 def test_mock_patch_object_answers_once_per_lookup_and_is_undone(
@@ -227,7 +228,7 @@ def test_mock_patch_object_answers_once_per_lookup_and_is_undone(
         assert mocked.call_count == 2
         assert ACME_MACRO in definitions("acme")  # a replacement: registrations still win
     assert cpp_builder.get_cpp_torch_device_options is restored_function
-    assert ido.hook_state().adopted == ()
+    assert ido.introspection.hook_state().adopted == ()
     assert "MOCKED" not in definitions("cpu")
 
 
@@ -238,7 +239,7 @@ def test_mock_patch_by_name_is_undone_too() -> None:
         pytest.raises(OSError, match="no compiler here"),
     ):
         cpp_builder.get_cpp_torch_device_options("cpu")
-    stock = ido.hook.install._installation.previous  # type: ignore[union-attr]
+    stock = installed().function_below
     assert ido.get_cpp_device_options("cpu") == ido.CppDeviceOptions(*stock("cpu"))
 
 
@@ -246,10 +247,11 @@ def test_assigning_a_saved_reference_back_restores_that_state(torch_npu: ModuleT
     assign(openreg_wrapper)
     with_wrapper = cpp_builder.get_cpp_torch_device_options
     torch_npu.patch_get_cpp_torch_device_options()
-    assert len(ido.hook_state().adopted) == 2
+    assert len(ido.introspection.hook_state().adopted) == 2
     cpp_builder.get_cpp_torch_device_options = with_wrapper
     assert WRAPPER_MACRO in definitions("cpu")
-    assert [function.behaviour for function in ido.hook_state().adopted] == ["wraps the hook"]
+    adopted = ido.introspection.hook_state().adopted
+    assert [function.behaviour for function in adopted] == ["wraps the hook"]
 
 
 HOOK_ORDER_SCRIPT = """
@@ -277,7 +279,7 @@ import inductor_device_options as ido
 ido.register_cpp_device_options("acme", acme)
 for device in ("acme", "cpu", "npu_unserved"):
     print(device, definitions_of(cb.CppTorchDeviceOptions(device_type=device)))
-print(ido.hook_state().registrations_apply)
+print(ido.introspection.hook_state().registrations_apply)
 """
 
 HOOK = "import inductor_device_options"
@@ -324,7 +326,7 @@ def test_reload_of_cpp_builder_installs_the_hook_again() -> None:
         ido.register_cpp_device_options("acme", lambda d, a, c: acme)
         importlib.reload(cb)
         print(definitions_of(cb.CppTorchDeviceOptions(device_type="acme"))[-1])
-        print(ido.hook_state().replaced_by, ido.hook_state().mode)
+        print(ido.introspection.hook_state().replaced_by, ido.introspection.hook_state().mode)
         """,
         env={"PYTHONPATH": pythonpath_with(TESTS_DIR)},
     )
@@ -342,13 +344,14 @@ def test_writing_the_module_dict_is_the_one_limit_and_is_reported() -> None:
         def direct(device_type, aot_mode=False, compile_only=False, **kwargs):  # 2.15: cpp_stdlib
             return (["DIRECT"], [], [], [], [], [], [])
         cb.__dict__["get_cpp_torch_device_options"] = direct
-        state = ido.hook_state()
+        state = ido.introspection.hook_state()
         print(definitions_of(cb.CppTorchDeviceOptions(device_type="acme"))[-1])
         print(state.registrations_apply, state.replaced_by)
         print("written to the module's __dict__ directly" in state.describe())
         ido.arm()  # installs again, over what was written
         print(definitions_of(cb.CppTorchDeviceOptions(device_type="acme"))[-1])
-        print(ido.hook_state().registrations_apply, ido.hook_state().chains_to)
+        state = ido.introspection.hook_state()
+        print(state.registrations_apply, state.function_below)
         """,
         env={"PYTHONPATH": pythonpath_with(TESTS_DIR)},
     )
@@ -548,7 +551,7 @@ def test_torch_npu_headers_build_with_the_options_the_package_gives_npu(
     torch_npu = released_torch_npu.load_cpp_builder(torch_npu_package)
     monkeypatch.setenv("ASCEND_HOME_PATH", str(cann))
     ascend.clear_cache()
-    assert ido.device_options_source("npu").source == "entry point"
+    assert ido.introspection.device_options_source("npu").kind == "entry point"
     lacking = aoti_macros_npu_headers_use_but_torch_lacks(tmp_path / "macros")
     if lacking:
         pytest.skip(f"torch_npu's headers call {lacking}, which torch {torch.__version__} lacks")
@@ -566,11 +569,11 @@ def test_torch_npu_headers_build_with_the_options_the_package_gives_npu(
 
     def torch_own(device_type: str, aot_mode: bool, compile_only: bool) -> object:
         # torch's function, for a device nothing registers: what every out-of-tree device gets.
-        stock = ido.hook.install._installation.previous  # type: ignore[union-attr]
-        return stock(ido.hook.install._DEFAULTS_PROBE_DEVICE, aot_mode, compile_only)
+        stock = installed().function_below
+        return stock(DEFAULTS_PROBE_DEVICE, aot_mode, compile_only)
 
     with (
-        ido.registered_cpp_device_options("npu", torch_own),
+        ido.testing.registered_cpp_device_options("npu", torch_own),
         pytest.raises(Exception, match=r"torch_npu/csrc/inductor/cpp_wrapper/npu\.h"),
     ):
         build_npu_probes(tmp_path / "stock")

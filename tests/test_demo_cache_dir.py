@@ -14,9 +14,8 @@ import pytest
 from support import cpp_builder_keeps_whole
 
 import inductor_device_options as ido
-from inductor_device_options.demo import buildable_cache_dir
-from inductor_device_options.lookup.resolve import finish
-from inductor_device_options.options.rendering import final_value_problem
+from inductor_device_options.demo.cache_dir import buildable_cache_dir
+from inductor_device_options.options.pipeline import final_value_problem, finish
 from inductor_device_options.sample import DEVICE_NAME
 from inductor_device_options.sample.sdk import sdk_options_for
 

@@ -45,7 +45,7 @@ def inductor_sees(device_type: str) -> cpp_builder.CppTorchDeviceOptions:
 
 def test_1_mock_device_register_and_lookup() -> None:
     ido.register_cpp_device_options("mock", mock_options)
-    assert ido.registered_device_types() == ["mock"]
+    assert ido.introspection.registered_device_types() == ["mock"]
     assert ido.get_cpp_device_options("mock") == ido.CppDeviceOptions(*mock_options("mock", 0, 0))
     assert "USE_MOCK" in definitions_of(inductor_sees("mock"))
 

@@ -380,7 +380,7 @@ def _ids(path: Path) -> str:
 )
 @pytest.mark.parametrize("path", DOCUMENTS, ids=_ids)
 def test_the_examples_of_the_page_run(path: Path, tmp_path: Path, clean_registry: None) -> None:
-    from inductor_device_options import hook_state
+    from inductor_device_options.introspection import hook_state
 
     adopted_before = hook_state().adopted
     document = SYBIL.parse(path)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import inductor_device_options
-from inductor_device_options import ascend, cli
+from inductor_device_options import ascend, cli, introspection, testing
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "docs" / "reference"
@@ -24,11 +24,18 @@ DOCUMENTED_BEYOND_ALL = {"inductor_device_options.arm"}
 
 @pytest.mark.parametrize(
     ("module", "page"),
-    [(inductor_device_options, "api.md"), (ascend, "ascend.md")],
+    [
+        ((inductor_device_options, introspection, testing), "api.md"),
+        ((ascend,), "ascend.md"),
+    ],
     ids=["inductor_device_options", "ascend"],
 )
-def test_every_public_name_is_in_the_reference(module: object, page: str) -> None:
-    public = {f"{module.__name__}.{name}" for name in module.__all__}  # type: ignore[attr-defined]
+def test_every_public_name_is_in_the_reference(module: tuple[object, ...], page: str) -> None:
+    public = {
+        f"{each.__name__}.{name}"  # type: ignore[attr-defined]
+        for each in module
+        for name in each.__all__  # type: ignore[attr-defined]
+    }
     documented = set(AUTODOC.findall((REFERENCE / page).read_text()))
     assert sorted(public - documented) == [], f"not documented in docs/reference/{page}"
     not_public = documented - public - DOCUMENTED_BEYOND_ALL

@@ -33,11 +33,12 @@ from test_coexistence import synthetic_cann as minimal_cann
 from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
 
 import inductor_device_options as ido
-from inductor_device_options import ascend
-from inductor_device_options.diagnose import doctor as _doctor
+from inductor_device_options import ascend, cli
 from inductor_device_options.diagnose import inductor_headers as _inductor_headers
 from inductor_device_options.diagnose import module_load as _module_load
-from inductor_device_options.diagnose.doctor import Check, run_doctor
+from inductor_device_options.diagnose.checks import Check
+from inductor_device_options.diagnose.doctor import run_doctor
+from inductor_device_options.diagnose.provider_loading import parse_provider_spec
 from inductor_device_options.lookup.registry import describe_callable
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
@@ -149,8 +150,8 @@ def provider(
 def doctor(device: str, callback: object, work: Path, aot_mode: bool = False) -> dict[str, Check]:
     """doctor's checks for ``device`` served by ``callback`` (a registration), in-process."""
     work.mkdir(parents=True, exist_ok=True)
-    with ido.registered_cpp_device_options(device, callback):  # type: ignore[arg-type]
-        checks = run_doctor(device, aot_mode, ido.device_options_source(device), work)
+    with ido.testing.registered_cpp_device_options(device, callback):  # type: ignore[arg-type]
+        checks = run_doctor(device, aot_mode, ido.introspection.device_options_source(device), work)
     assert [check.name for check in checks] == CHECK_NAMES + (["aoti_runner"] if aot_mode else [])
     for check in checks:
         assert bool(check.problems) == (check.status in ("fail", "warn")), check
@@ -265,6 +266,59 @@ def test_headers_a_provider_declares_are_the_ones_checked(sdk: Sdk, tmp_path: Pa
     check = doctor("acmedeclared", declared, tmp_path / "broken")["headers"]
     assert (check.status, check.summary) == ("fail", "the provider's declaration failed")
     assert "raised KeyError: 'acmedeclared'" in check.problems[0].cause
+
+
+MANY_MISSING = [f"acme/inductor/runtime/header_{index}.h" for index in range(10)]
+
+
+def test_a_report_names_the_provider_once_and_many_missing_headers_under_one_fix(
+    sdk: Sdk, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A provider missing 10 of the headers Inductor's generated code includes: the text
+    report names it once, in its header (146 lines and its description 21 times before),
+    and the 10 headers are one cause that lists them, with one fix."""
+    many = provider(sdk, runpath=True)
+    many.__qualname__ = "AcmeAcceleratorBackend.inductor_integration.cpp_device_options"
+    many.inductor_headers = lambda device_type, aot_mode: MANY_MISSING  # type: ignore[attr-defined]
+    description = describe_callable(many)
+    monkeypatch.setenv("NO_COLOR", "1")
+    with ido.testing.registered_cpp_device_options("acmemany", many):
+        assert cli.main(["doctor", "acmemany"]) == cli.EXIT_FAILED
+    report = capsys.readouterr().out
+    lines = report.splitlines()
+    assert report.count(description) == 1
+    assert f"options from registration: {description}" in lines
+    assert "FAIL  Inductor's device headers found: 10 of 10 not found" in lines, report
+    start = lines.index("FAIL  Inductor's device headers found: 10 of 10 not found")
+    end = next(i for i, line in enumerate(lines) if i > start and line[:4] in ("PASS", "WARN"))
+    block = lines[start + 1 : end]
+    [fix] = [line for line in block if line.lstrip().startswith("fix:")]
+    assert fix.startswith("      fix:   ship them in the device SDK, in an include dir the")
+    assert sum(line.lstrip().startswith("cause:") for line in block) == 1
+    listed = block[1 : block.index(fix)]
+    assert listed == [f"             - {header}" for header in MANY_MISSING]
+    assert len(lines) < 50, report
+
+
+def test_many_missing_dirs_and_libraries_are_one_cause_each_with_one_fix(
+    sdk: Sdk, tmp_path: Path
+) -> None:
+    def missing(device_type: str, aot_mode: bool, compile_only: bool) -> ido.CppDeviceOptions:
+        options = provider(sdk, runpath=True)(device_type, aot_mode, compile_only)
+        options.include_dirs.extend(str(tmp_path / name) for name in ("no-inc-1", "no-inc-2"))
+        options.libraries.extend(["acme_gone_1", "acme_gone_2"])
+        return options
+
+    checks = doctor("acme", missing, tmp_path / "work")
+    [dirs] = checks["include_dirs"].problems
+    assert dirs.instances == tuple(
+        f"include dir {tmp_path / name} does not exist" for name in ("no-inc-1", "no-inc-2")
+    )
+    assert dirs.fix == "install the device SDK or fix its provider"
+    [libraries] = checks["libraries"].problems
+    assert libraries.cause.startswith("2 libraries not found in ")
+    assert libraries.instances == ("libacme_gone_1.so", "libacme_gone_2.so")
+    assert libraries.fix == "install the device SDK or fix its provider"
 
 
 class _AcmeWrapper:
@@ -402,7 +456,8 @@ def test_a_codegen_that_reports_cpu_fails_naming_it_the_device_asked_and_the_pro
     codegen = f"{__name__}._OpenregShapedWrapper"
     assert f"{codegen} reports 'cpu' (CppWrapperCpu's default" in problem.cause
     assert "CppTorchDeviceOptions(device_type='cpu')" in problem.cause
-    assert f"from {describe_callable(callback)} are never consulted" in problem.cause
+    assert "the provider's options for 'acmeasked' are never consulted" in problem.cause
+    assert describe_callable(callback) not in problem.cause  # the report's header names it
     assert f"in {codegen}.__init__, set self.device = 'acmeasked'" in problem.fix
     assert "torch/csrc/inductor/cpp_wrapper/acmeasked.h" in problem.fix
     assert [name for name, status in statuses(checks).items() if status == "fail"] == [
@@ -627,13 +682,14 @@ def test_an_error_of_the_package_itself_is_an_internal_error_not_the_provider_s(
     """A bug of the package cannot be had for real (the known one, paths that are not UTF-8
     in the SDK fingerprint, is fixed): one is injected into the function that finishes a
     provider's options, after the provider has returned."""
-    from inductor_device_options.lookup import resolve as _resolve
+    from inductor_device_options import _state
+    from inductor_device_options.options import pipeline
 
     def broken_fresh_options(options: object) -> object:
         raise UnicodeEncodeError("utf-8", "\udcff", 0, 1, "surrogates not allowed")
 
-    monkeypatch.setattr(_resolve, "fresh_options", broken_fresh_options)
-    monkeypatch.setattr(_resolve, "_finished_options", {})  # finished before: not again
+    monkeypatch.setattr(pipeline, "fresh_options", broken_fresh_options)
+    _state.reset()  # finished before: not again
     check = doctor("acme", provider(sdk), tmp_path)["options"]
     assert (check.status, check.summary) == (
         "fail",
@@ -653,7 +709,7 @@ def test_an_error_raised_by_the_provider_is_the_provider_s(sdk: Sdk, tmp_path: P
 
     check = doctor("acme", raising, tmp_path)["options"]
     assert check.summary == "the provider raised UnicodeEncodeError"
-    assert check.problems[0].fix == f"fix the provider ({describe_callable(raising)})"
+    assert check.problems[0].fix == "fix the provider"  # the report's header names it
 
 
 # --- devices that already work ------------------------------------------------------------
@@ -726,8 +782,8 @@ def test_npu_with_the_released_torch_npu_headers_and_a_synthetic_cann(
     monkeypatch.setenv("ASCEND_HOME_PATH", str(cann))
     monkeypatch.setenv("PYTORCH_NPU_INSTALL_PATH", str(torch_npu_package))
     ascend.clear_cache()
-    source = ido.device_options_source("npu")
-    assert source.source == "entry point"
+    source = ido.introspection.device_options_source("npu")
+    assert source.kind == "entry point"
     checks = {check.name: check for check in run_doctor("npu", aot_mode, source, tmp_path / "work")}
     ascend.clear_cache()
     kind = "aoti_include" if aot_mode else "cpp_wrapper"
@@ -743,14 +799,18 @@ def test_npu_with_the_released_torch_npu_headers_and_a_synthetic_cann(
             f"torch_npu/csrc/inductor/{kind}/npu.h and 11 more, in "
             f"{os.path.realpath(torch_npu_package / 'include')} (10), "
         )
-        assert "(inductor_headers of entry point npu = inductor_device_options.ascend:" in (
-            headers.summary
-        )
+        assert "(inductor_headers of the provider)" in headers.summary
     shadowed = checks["shadowed_headers"]
     assert shadowed.status == "warn"
-    acl = next(problem for problem in shadowed.problems if problem.cause.startswith("acl/acl.h "))
-    assert acl.details[0] == f"{os.path.realpath(torch_npu_package / 'include/acl/acl.h')} (used)"
-    assert f"{os.path.realpath(cann / 'include/acl/acl.h')} (differs)" in acl.details
+    [problem] = shadowed.problems  # one cause, for one header or listing each
+    if problem.instances:
+        [acl] = [line for line in problem.instances if line.startswith("acl/acl.h: ")]
+    else:
+        assert problem.cause.startswith("acl/acl.h is in ")
+        acl = "acl/acl.h: " + ", ".join(problem.details)
+    used = f"acl/acl.h: {os.path.realpath(torch_npu_package / 'include/acl/acl.h')} (used), "
+    assert acl.startswith(used)
+    assert f"{os.path.realpath(cann / 'include/acl/acl.h')} (differs)" in acl
     # libtorch_npu.so needs the rest of CANN, which a synthetic one lacks.
     assert checks["probe_load"].status == "fail"
     assert (
@@ -778,7 +838,8 @@ def test_ascend_declares_torch_npu_s_wrapper_headers() -> None:
         device_header = f"torch_npu/csrc/inductor/{kind}/npu.h"
         assert device_header in included
         others = [name for name in included if not re.search(r"/(cpp_wrapper|aoti_include)/", name)]
-        assert ascend.inductor_headers("npu", aot_mode) == [*others, device_header]
+        declared = ascend.cpp_device_options.inductor_headers  # type: ignore[attr-defined]
+        assert declared("npu", aot_mode) == [*others, device_header]
 
 
 # --- the command line's parts -------------------------------------------------------------
@@ -794,13 +855,13 @@ def test_ascend_declares_torch_npu_s_wrapper_headers() -> None:
     ],
 )
 def test_provider_specs(text: str, spec: tuple[str | None, str, str]) -> None:
-    assert tuple(_doctor.parse_provider_spec(text)) == spec
+    assert tuple(parse_provider_spec(text)) == spec
 
 
 @pytest.mark.parametrize("text", ["no_colon", ":f", "m:", "=m:f", "not a device=m:f"])
 def test_malformed_provider_specs(text: str) -> None:
     with pytest.raises(ValueError):
-        _doctor.parse_provider_spec(text)
+        parse_provider_spec(text)
 
 
 def test_run_doctor_output_is_json_serialisable(sdk: Sdk, tmp_path: Path) -> None:

@@ -22,10 +22,11 @@ import pytest
 from support import DOCTOR_CHECKS, shared_test_dir
 
 import inductor_device_options as ido
+from inductor_device_options._autoload import SAMPLE_DIR_ENV
 from inductor_device_options.diagnose import real_compile as _doctor_compile
-from inductor_device_options.diagnose.doctor import Check
-from inductor_device_options.hook.install import DeviceOptionsSource
-from inductor_device_options.sample import AUTOLOAD_ENV, RUNTIME_LIBRARY, SDK_INCLUDE_DIR
+from inductor_device_options.diagnose.checks import Check
+from inductor_device_options.introspection import DeviceOptionsSource
+from inductor_device_options.sample import RUNTIME_LIBRARY, SDK_INCLUDE_DIR
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 
@@ -39,7 +40,7 @@ def compile_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def doctor_compile(cache: Path, *args: str, cwd: Path | None = None) -> dict[str, object]:
     env = {
         **os.environ,
-        AUTOLOAD_ENV: str(shared_test_dir() / "sampledev"),
+        SAMPLE_DIR_ENV: str(shared_test_dir() / "sampledev"),
         "TORCHINDUCTOR_CACHE_DIR": str(cache),
     }
     command = ["doctor", "sampledev", "--compile", "--json", *args]
@@ -127,7 +128,7 @@ def test_a_wrapper_that_calls_through_sees_registrations_made_after_it(
         return result
 
     monkeypatch.setattr(cpp_builder, "get_cpp_torch_device_options", recording)
-    with ido.registered_cpp_device_options("wrapdev", options):
+    with ido.testing.registered_cpp_device_options("wrapdev", options):
         cpp_builder.CppTorchDeviceOptions(device_type="wrapdev")
     [definitions] = [definitions for device, definitions in asked if device == "wrapdev"]
     assert "WRAPDEV_SEEN" in definitions
@@ -178,7 +179,8 @@ def test_builds_that_never_ask_for_the_device_fail_builds_asked() -> None:
     [problem] = checks["builds_asked"].problems
     assert "for 'cpu' 3 times, never for 'regdev' (aot_mode=False)" in problem.cause
     assert "regdev_backend.RegdevCppWrapperCodegen" in problem.cause
-    assert "(regdev_backend.options) were never consulted" in problem.cause
+    assert "so the provider's options were never consulted" in problem.cause
+    assert "regdev_backend.options" not in problem.cause  # named in the header only
     assert "self.device = 'regdev' before super().__init__()" in problem.fix
     assert "torch/csrc/inductor/cpp_wrapper/regdev.h" in problem.fix
 

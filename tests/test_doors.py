@@ -39,7 +39,7 @@ from support import (
 from torch._dynamo import device_interface
 
 import inductor_device_options as ido
-from inductor_device_options import ascend
+from inductor_device_options import _state, ascend
 from inductor_device_options._errors import raised_by_provider
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
@@ -169,7 +169,7 @@ def test_the_designs_api_is_where_the_design_puts_it() -> None:
     assert isinstance(_cpp_device_options_registry, dict)
     backported = getattr(register_cpp_device_options, "_inductor_device_options_backport", False)
     assert backported is not NATIVE  # torch's own with the upstream patch, else the backport
-    assert ido.hook_state().mode == ("native" if NATIVE else "hook")
+    assert ido.introspection.hook_state().mode == ("native" if NATIVE else "hook")
 
 
 def test_a_registered_device_gets_the_callbacks_seven_lists_as_returned(
@@ -308,7 +308,9 @@ def acme(device_type, aot_mode, compile_only):
     return (["USE_ACME"], [], [], [], [], [], [])
 
 cb.register_cpp_device_options("acme", acme)
-print(json.dumps([ido.registered_device_types(), ido.device_options_source("acme")._asdict()]))
+from inductor_device_options import introspection
+print(json.dumps([introspection.registered_device_types(),
+                  introspection.device_options_source("acme")._asdict()]))
 sys.stdout.flush()
 raise SystemExit(main(sys.argv[1:]))
 """
@@ -330,15 +332,17 @@ def test_registrations_through_cpp_builder_are_reported(command: list[str]) -> N
     assert "acme" in registered
     assert source == {
         "device_type": "acme",
-        "source": "cpp_builder registration",
+        "kind": "cpp_builder registration",
         "description": "__main__.acme",
         "guaranteed": False,
     }
+    # JSON v1 carries the kind under its earlier name too.
+    in_json = {**source, "source": source["kind"]}
     document = json.loads(rest)
     if command[0] == "list":
-        assert source in document["devices"]
+        assert in_json in document["devices"]
     else:
-        assert document["source"] == source
+        assert document["source"] == in_json
         assert document["options"]["definitions"] == ["USE_ACME"]
 
 
@@ -355,10 +359,10 @@ cb.register_cpp_device_options("acme", lambda d, a, c: (["USE_ACME"], [], [], []
 saved = cb.__dict__["get_cpp_torch_device_options"]
 cb.__dict__["get_cpp_torch_device_options"] = lambda *args, **kwargs: saved(*args, **kwargs)
 ido.arm()
-state = ido.hook_state()
+state = ido.introspection.hook_state()
 print(state.mode, state.replaced_by, cb.get_cpp_torch_device_options("acme")[0])
 importlib.reload(cb)
-state = ido.hook_state()
+state = ido.introspection.hook_state()
 print(state.mode, state.device_interface_backport, cb.get_cpp_torch_device_options("acme")[0])
 """
     )
@@ -391,10 +395,10 @@ def test_the_design_s_torch_npu_adapter_takes_its_new_path(
     torch_npu.patch_get_cpp_torch_device_options()
     assert torch_registry["npu"] is torch_npu.get_cpp_torch_device_options
     assert cpp_builder.get_cpp_torch_device_options is before  # nothing replaced
-    assert ido.hook_state().adopted == ()
+    assert ido.introspection.hook_state().adopted == ()
     expected = torch_npu.get_cpp_torch_device_options("npu", False, False)
     assert cpp_builder.get_cpp_torch_device_options("npu", False, False) == expected
-    assert ido.device_options_source("npu").source == "cpp_builder registration"
+    assert ido.introspection.device_options_source("npu").kind == "cpp_builder registration"
 
 
 # --- DeviceInterface, as torch 2.15 defines it ------------------------------------------------
@@ -410,8 +414,8 @@ def test_a_device_interface_gets_exactly_torch_2_15s_answer(
     assert cpp_builder.get_cpp_torch_device_options("mock", False, False) is returned
     assert carries(cpp_builder.CppTorchDeviceOptions(device_type="mock"), returned)
     assert sdk.build("mock").is_file()
-    source = ido.device_options_source("mock")
-    assert (source.source, source.guaranteed) == ("device interface", False)
+    source = ido.introspection.device_options_source("mock")
+    assert (source.kind, source.guaranteed) == ("device interface", False)
 
 
 STOCK_INTERFACE = """
@@ -498,7 +502,7 @@ def test_one_line_brings_torchs_doors_under_the_packages_guarantees(
     interfaces: Callable[[str, Callable[..., object]], None],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(ido.lookup.registry, "_guaranteed", set())
+    monkeypatch.setattr(_state, "guaranteed", set())
     returned = sdk.lists()
     cpp_builder.register_cpp_device_options("mock", lambda d, a, c: returned)  # type: ignore[attr-defined]
     interfaces("ifdev", lambda aot_mode, compile_only: returned)
@@ -509,7 +513,7 @@ def test_one_line_brings_torchs_doors_under_the_packages_guarantees(
         assert any(
             d.startswith("INDUCTOR_DEVICE_OPTIONS_SDK_FINGERPRINT=") for d in options.definitions
         )
-        assert ido.device_options_source(device_type).guaranteed
+        assert ido.introspection.device_options_source(device_type).guaranteed
     bad = (["USE_MOCK"], ["relative/include"], [], [], [], [], [])
     with pytest.warns(UserWarning, match="already registered"):
         cpp_builder.register_cpp_device_options("mock", lambda d, a, c: bad)  # type: ignore[attr-defined]
@@ -540,7 +544,7 @@ except ido.InvalidCppDeviceOptionsError as error:
 def no_cann(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for variable in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "LIBTORCH_NPU_PATH"):
         monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setattr(ascend, "DEFAULT_CANN_ROOTS", (str(tmp_path / "no-cann"),))
+    monkeypatch.setattr(ascend._cann, "DEFAULT_CANN_ROOTS", (str(tmp_path / "no-cann"),))
     ascend.clear_cache()
 
 
@@ -551,12 +555,13 @@ def test_a_device_interface_for_npu_beats_the_bundled_provider(
     answer = (["USE_NPU_FROM_INTERFACE"], [], [], [], [], [], [])
     interfaces("npu", lambda aot_mode, compile_only: answer)
     if NATIVE and not torch_consults_device_interface():
-        assert ido.device_options_source("npu").source == "torch"  # nobody asks the interface
+        # nobody asks the interface
+        assert ido.introspection.device_options_source("npu").kind == "torch"
         return
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no fallback warning either: the provider never ran
         assert cpp_builder.get_cpp_torch_device_options("npu") is answer
-    assert ido.device_options_source("npu").source == "device interface"
+    assert ido.introspection.device_options_source("npu").kind == "device interface"
 
 
 @pytest.mark.usefixtures("no_cann")
@@ -616,6 +621,7 @@ def _two_declarations(site: Path) -> None:
 DUPLICATES = """
 import json, warnings
 import inductor_device_options as ido
+from inductor_device_options.lookup import entry_points as _entry_points
 from inductor_device_options.lookup import registry as _registry
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
@@ -624,7 +630,7 @@ with warnings.catch_warnings(record=True) as caught:
 print(json.dumps({
     "dupdev": options.definitions, "npu": npu.definitions,
     "warnings": [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)],
-    "conflicts": [c.describe() for c in _registry.declaration_conflicts()],
+    "conflicts": [c.describe() for c in _entry_points.declaration_conflicts()],
 }))
 """
 
@@ -694,8 +700,8 @@ def test_device_types_inductor_cannot_ask_for_are_refused(device_type: str, reas
 
     with pytest.raises(ido.InvalidDeviceTypeError, match=reason):
         ido.register_cpp_device_options(device_type, options)
-    assert ido.registered_device_types() == sorted(
-        d for d in ido.registered_device_types() if d.islower()
+    assert ido.introspection.registered_device_types() == sorted(
+        d for d in ido.introspection.registered_device_types() if d.islower()
     )
 
 

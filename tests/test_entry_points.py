@@ -143,7 +143,7 @@ print("inductor_device_options" in sys.modules)
 print(sorted(m for m in sys.modules if m.startswith("torch._inductor")))
 import torch._inductor.cpp_builder
 import inductor_device_options as ido
-print(ido.hook_state().mode)
+print(ido.introspection.hook_state().mode)
 """
     )
     assert out.splitlines() == ["True", "[]", "native" if NATIVE else "hook"]
@@ -156,11 +156,12 @@ def test_an_entry_point_that_names_no_device_is_ignored_and_reported(site: Path)
     out = check_python(
         """
 import inductor_device_options as ido
+from inductor_device_options.lookup import entry_points as _entry_points
 from inductor_device_options.lookup import registry as _registry
 from torch._inductor.cpp_builder import CppTorchDeviceOptions
 from support import definitions_of
-print(sorted(source.device_type for source in ido.known_device_options_sources()))
-for declaration in _registry.invalid_declarations():
+print(sorted(source.device_type for source in ido.introspection.known_device_options_sources()))
+for declaration in _entry_points.invalid_declarations():
     print(declaration.describe())
 print("EPDEV_DEVICE" in definitions_of(CppTorchDeviceOptions(device_type="epdev")))
 """,

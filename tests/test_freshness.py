@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from support import check_python
 
+from inductor_device_options._fs import find_library
 from inductor_device_options.options import freshness as _freshness
 from inductor_device_options.options.freshness import FINGERPRINT_DEFINITION, fresh_options
 from inductor_device_options.options.model import CppDeviceOptions
@@ -50,7 +51,7 @@ def options_for(sdk: Path) -> CppDeviceOptions:
 
 
 def fingerprint_in_a_new_process(sdk: Path) -> str:
-    _freshness._fingerprints.clear()  # what a new process starts with
+    _freshness.reset()  # what a new process starts with
     definitions = fresh_options(options_for(sdk)).definitions
     return definitions[-1]
 
@@ -88,7 +89,7 @@ def test_the_fingerprint_is_one_definition_that_follows_the_sdk(tmp_path: Path) 
 
 def test_the_fingerprint_is_computed_once_per_process(tmp_path: Path) -> None:
     sdk = write_sdk(tmp_path / "sdk", 1, 100)
-    _freshness._fingerprints.clear()
+    _freshness.reset()
     first = fresh_options(options_for(sdk)).definitions
     (sdk / "include" / "mydev" / "runtime.h").write_text(HEADER.format(value=3))
     assert fresh_options(options_for(sdk)).definitions == first
@@ -107,7 +108,7 @@ def test_torchs_own_tree_and_missing_paths_are_not_fingerprinted(tmp_path: Path)
         ["torch", "c10"],
         [],
     )
-    _freshness._fingerprints.clear()
+    _freshness.reset()
     assert fresh_options(options).definitions == ["USE_X"]
 
 
@@ -178,7 +179,7 @@ def test_inductor_rebuilds_when_the_sdk_changes_and_only_then(tmp_path: Path) ->
 
 
 def fingerprint_of(include_dir: Path) -> str | None:
-    _freshness._fingerprints.clear()
+    _freshness.reset()
     return _freshness.sdk_fingerprint([str(include_dir)], [], [])
 
 
@@ -284,3 +285,29 @@ def test_an_unsearchable_link_target_is_recorded_not_fatal(tmp_path: Path) -> No
     fingerprint, access = out.split()
     assert len(fingerprint) == 16
     assert access == "denied"  # the permissions did apply
+
+
+def test_a_library_is_the_file_ld_takes_first(tmp_path: Path) -> None:
+    """``-l<name>``: the first dir holding lib<name>.so or lib<name>.a, .so first in a dir;
+    ``:<file>`` that file. The fingerprint and doctor find libraries this one way."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    (first / "libacme.a").write_text("")
+    (second / "libacme.so").write_text("")
+    (second / "libacme.so.1").write_text("")
+    dirs = [str(first), str(second)]
+    assert find_library("acme", dirs) == str(first / "libacme.a")
+    (first / "libacme.so").write_text("")
+    assert find_library("acme", dirs) == str(first / "libacme.so")
+    assert find_library(":libacme.so.1", dirs) == str(second / "libacme.so.1")
+    assert find_library("other", dirs) is None
+
+
+def test_the_fingerprints_kept_are_bounded(tmp_path: Path) -> None:
+    _freshness.reset()
+    for index in range(_freshness._fingerprints.limit + 10):
+        _freshness.sdk_fingerprint([str(tmp_path / f"missing{index}")], [], [])
+    assert len(_freshness._fingerprints) == _freshness._fingerprints.limit
+    _freshness.reset()
+    assert len(_freshness._fingerprints) == 0

@@ -28,6 +28,7 @@ from torch._inductor import config
 import inductor_device_options as ido
 from inductor_device_options._errors import raised_by_provider
 from inductor_device_options.hook import install as _hook
+from inductor_device_options.hook.serve import DEFAULTS_PROBE_DEVICE, installed
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 
@@ -36,12 +37,12 @@ def stock(
     device_type: str, aot_mode: bool = False, compile_only: bool = False
 ) -> ido.CppDeviceOptions:
     """torch's function itself, bypassing the package."""
-    installation = _hook._installation
+    installation = installed()
     assert installation is not None
     probe = device_type
     if NATIVE and device_type in cpp_builder._cpp_device_options_registry:  # type: ignore[attr-defined]
-        probe = _hook._DEFAULTS_PROBE_DEVICE
-    return ido.CppDeviceOptions(*installation.previous(probe, aot_mode, compile_only))
+        probe = DEFAULTS_PROBE_DEVICE
+    return ido.CppDeviceOptions(*installation.function_below(probe, aot_mode, compile_only))
 
 
 def device_options(device_type: str, **kwargs: bool) -> cpp_builder.CppTorchDeviceOptions:
@@ -79,16 +80,16 @@ def _forget_calls() -> Iterator[None]:
 
 
 def test_the_package_is_installed_in_the_expected_mode() -> None:
-    state = ido.hook_state()
+    state = ido.introspection.hook_state()
     # Both modes keep an entry of the hook's chain in the module, so that later
     # assignments are adopted (test_coexistence.py).
-    assert _hook._installation.chain.owns(cpp_builder.get_cpp_torch_device_options)  # type: ignore[union-attr]
+    assert installed().chain.owns(cpp_builder.get_cpp_torch_device_options)  # type: ignore[union-attr]
     assert state.adopted == () and state.replaced_by is None
     if NATIVE:
         assert state.mode == "native"
     else:
         assert state.mode == "hook"
-        assert state.chains_to == "torch._inductor.cpp_builder.get_cpp_torch_device_options"
+        assert state.function_below == "torch._inductor.cpp_builder.get_cpp_torch_device_options"
         assert state.replaced_by is None
         assert state.device_interface_backport is not torch_consults_device_interface()
         assert state.describe() == (
@@ -273,7 +274,7 @@ def test_installing_twice_keeps_one_hook() -> None:
     _hook.install(cpp_builder)
     ido.hook.install.arm()
     assert cpp_builder.get_cpp_torch_device_options is hook
-    assert hook.__wrapped__ is _hook._installation.previous  # type: ignore[attr-defined,union-attr]
+    assert hook.__wrapped__ is installed().function_below  # type: ignore[attr-defined,union-attr]
 
 
 def test_registering_does_not_import_torch_inductor() -> None:
@@ -284,7 +285,7 @@ def test_registering_does_not_import_torch_inductor() -> None:
         import inductor_device_options as ido
         ido.register_cpp_device_options("npu", lambda d, a, c: ([], [], [], [], [], [], []))
         print(sorted(m for m in sys.modules if m.startswith("torch._inductor")))
-        print(ido.hook_state().mode)
+        print(ido.introspection.hook_state().mode)
         """
     )
     assert out.splitlines() == ["[]", "waiting"]
@@ -304,7 +305,7 @@ def mydev(device_type, aot_mode, compile_only):
 ido.register_cpp_device_options("mydev", mydev)
 import torch._inductor.cpp_builder as cb
 print(definitions_of(cb.CppTorchDeviceOptions(device_type="mydev"))[-1])
-print(ido.hook_state().mode)
+print(ido.introspection.hook_state().mode)
 """,
         env=NO_AUTOLOAD,
     )
@@ -333,7 +334,7 @@ import inductor_device_options as ido
 from support import definitions_of
 ido.register_cpp_device_options(
     "npu", lambda d, a, c: (["USE_NPU"], [], [], [], [], ["ascendcl"], []))
-print(ido.hook_state().chains_to)
+print(ido.introspection.hook_state().function_below)
 print(definitions_of(cb.CppTorchDeviceOptions(device_type="mlu"))[-1])
 print(definitions_of(cb.CppTorchDeviceOptions(device_type="npu"))[-1])
 # torch 2.15 passes a keyword torch 2.13 does not know: it must reach the replacement.
@@ -397,14 +398,14 @@ def test_cpp_stdlib_is_checked_for_a_served_device_as_torch_checks_its_own(sourc
     native_registry: dict[str, object] = getattr(cpp_builder, "_cpp_device_options_registry", {})
     if source == "registration":
         ido.register_cpp_device_options(device, npu_options)
-        provider = ido.device_options_source(device).description
+        provider = ido.introspection.device_options_source(device).description
     elif source == "device interface":
         if NATIVE:
             pytest.skip("with torch's native registry torch asks the device interface itself")
         base = device_interface.DeviceInterface
         interface = type("AcmeInterface", (_InterfaceWithOptions, base), {})
         device_interface.register_interface_for_device(device, interface)
-        provider = ido.device_options_source(device).description
+        provider = ido.introspection.device_options_source(device).description
     else:
         if not NATIVE:
             pytest.skip("torch's own registry exists only with the upstream patch")
@@ -474,22 +475,23 @@ def test_sources_say_where_each_device_gets_its_options() -> None:
     ido.register_cpp_device_options("mlu", npu_options)
     register_interface_for_device("ifacedev", WithOptions)
     try:
-        sources = {source.device_type: source for source in ido.known_device_options_sources()}
+        known = ido.introspection.known_device_options_sources()
+        sources = {source.device_type: source for source in known}
     finally:
         device_interfaces.pop("ifacedev", None)
-    assert sources["mlu"] == ido.DeviceOptionsSource(
+    assert sources["mlu"] == ido.introspection.DeviceOptionsSource(
         "mlu", "registration", "test_hook.npu_options", guaranteed=True
     )
-    assert sources["npu"].source == "entry point"  # declared by this package (Ascend)
+    assert sources["npu"].kind == "entry point"  # declared by this package (Ascend)
     assert sources["npu"].description.startswith(
         "entry point npu = inductor_device_options.ascend:cpp_device_options in group "
         "'inductor_device_options' (distribution inductor-device-options "
     )
     for torch_device in ("cpu", "cuda", "xpu", "mps"):
-        assert sources[torch_device].source == "torch"
+        assert sources[torch_device].kind == "torch"
     if NATIVE and not torch_consults_device_interface():
         assert "ifacedev" not in sources  # nothing asks the interface: not a source
     else:
-        assert sources["ifacedev"].source == "device interface"
+        assert sources["ifacedev"].kind == "device interface"
         assert sources["ifacedev"].description.endswith("WithOptions.get_cpp_device_options")
-    assert ido.device_options_source("unknowndev:0").source == "torch"
+    assert ido.introspection.device_options_source("unknowndev:0").kind == "torch"

@@ -298,7 +298,7 @@ sys.meta_path.insert(0, Finder)
 import torch._inductor.cpp_builder
 import inductor_device_options as ido
 ido.get_cpp_device_options("cpu")  # installs the hook into this cpp_builder
-assert ido.hook_state().mode == "hook"
+assert ido.introspection.hook_state().mode == "hook"
 """
 
 BUILD_WITH_INCLUDE_DIR = """

@@ -11,8 +11,9 @@ import pytest
 from support import cpp_builder_keeps_whole
 
 from inductor_device_options import CppDeviceOptions, InvalidCppDeviceOptionsError
-from inductor_device_options.lookup.resolve import finish
-from inductor_device_options.options.model import FIELDS, validate_cpp_device_options, value_problem
+from inductor_device_options.options.model import FIELDS
+from inductor_device_options.options.pipeline import finish
+from inductor_device_options.options.rules import snapshot, value_problem, value_problems
 
 
 def _with(field: str, value: object) -> tuple[list[object], ...]:
@@ -45,7 +46,8 @@ ACCEPTED = [
 @pytest.mark.parametrize(("field", "value"), ACCEPTED)
 def test_accepted_values(field: str, value: str) -> None:
     assert value_problem(field, value) is None
-    options = validate_cpp_device_options(_with(field, value), device_type="npu", provider="p")
+    options = snapshot(_with(field, value), device_type="npu", provider="p")
+    assert value_problems(options) == []
     assert getattr(options, field) == [value]
 
 
@@ -74,9 +76,7 @@ def test_rejected_values_name_device_provider_field_and_value(
     field: str, value: str, reason: str
 ) -> None:
     with pytest.raises(InvalidCppDeviceOptionsError) as caught:
-        validate_cpp_device_options(
-            _with(field, value), device_type="npu", provider="torch_npu.options"
-        )
+        finish(_with(field, value), device_type="npu", provider="torch_npu.options")
     error = caught.value
     message = str(error)
     assert message.startswith("C++ options for device 'npu' from torch_npu.options: ")
@@ -246,24 +246,24 @@ MALFORMED = [
 @pytest.mark.parametrize(("result", "detail"), MALFORMED)
 def test_results_that_are_not_seven_lists_of_str(result: object, detail: str) -> None:
     with pytest.raises(InvalidCppDeviceOptionsError, match="device 'npu' from cb") as caught:
-        validate_cpp_device_options(result, device_type="npu", provider="cb")
+        finish(result, device_type="npu", provider="cb")
     assert detail in str(caught.value)
     assert "expected CppDeviceOptions or a 7-tuple of lists of str" in str(caught.value)
 
 
 def test_named_tuple_plain_tuple_and_tuples_of_str_are_all_accepted() -> None:
-    lists = (["USE_NPU"], ["/inc"], [], [], ["/lib"], ["ascendcl"], ["-Wno-x"])
+    lists = (["USE_NPU"], ["/opt/acme/inc"], [], [], ["/opt/acme/lib"], ["ascendcl"], ["-Wno-x"])
     expected = CppDeviceOptions(*(list(values) for values in lists))
-    assert validate_cpp_device_options(lists, device_type="npu", provider="p") == expected
-    assert validate_cpp_device_options(list(lists), device_type="npu", provider="p") == expected
+    assert finish(lists, device_type="npu", provider="p") == expected
+    assert finish(list(lists), device_type="npu", provider="p") == expected
     as_tuples = tuple(tuple(values) for values in lists)
-    assert validate_cpp_device_options(as_tuples, device_type="npu", provider="p") == expected
-    assert validate_cpp_device_options(expected, device_type="npu", provider="p") == expected
+    assert finish(as_tuples, device_type="npu", provider="p") == expected
+    assert finish(expected, device_type="npu", provider="p") == expected
 
 
 def test_validated_options_do_not_share_lists_with_the_provider() -> None:
     provided = CppDeviceOptions(["USE_NPU"], [], [], [], [], [], [])
-    options = validate_cpp_device_options(provided, device_type="npu", provider="p")
+    options = finish(provided, device_type="npu", provider="p")
     options.definitions.append("OTHER")
     assert provided.definitions == ["USE_NPU"]
     plain = options.as_tuple()

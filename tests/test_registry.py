@@ -10,6 +10,7 @@ import pytest
 from support import check_python, pythonpath_with, run_python, write_distribution
 
 import inductor_device_options as ido
+from inductor_device_options.lookup import entry_points as _entry_points
 from inductor_device_options.lookup import registry as _registry
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
@@ -27,19 +28,19 @@ def other_npu_options(
 
 def test_register_lists_the_device_and_unregister_removes_it() -> None:
     ido.register_cpp_device_options("npu", npu_options)
-    assert "npu" in ido.registered_device_types()
-    assert _registry.find_provider("npu") == _registry.Provider(
+    assert "npu" in ido.introspection.registered_device_types()
+    assert _entry_points.find_provider("npu") == _registry.Provider(
         "npu", npu_options, "registration", "test_registry.npu_options"
     )
     assert ido.unregister_cpp_device_options("npu") is True
-    assert "npu" not in ido.registered_device_types()
+    assert "npu" not in ido.introspection.registered_device_types()
     assert ido.unregister_cpp_device_options("npu") is False
 
 
 @pytest.mark.parametrize("spelling", ["npu:0", "npu:7"])
 def test_a_device_index_names_the_same_device(spelling: str) -> None:
     ido.register_cpp_device_options(spelling, npu_options)
-    assert ido.registered_device_types() == ["npu"]
+    assert ido.introspection.registered_device_types() == ["npu"]
     assert ido.unregister_cpp_device_options("npu:1") is True
 
 
@@ -52,7 +53,7 @@ def test_registering_again_warns_naming_both_callbacks_and_overwrites() -> None:
         "overwriting with test_registry.other_npu_options"
     )
     assert caught[0].filename == __file__  # points at the caller, not at the package
-    provider = _registry.find_provider("npu")
+    provider = _entry_points.find_provider("npu")
     assert provider is not None and provider.callback is other_npu_options
 
 
@@ -65,7 +66,7 @@ def test_torchs_own_devices_are_refused(device_type: str) -> None:
         f"cannot register C++ device options for {name!r} (callback test_registry.npu_options)"
     )
     assert caught.value.device_type == name
-    assert name not in ido.registered_device_types()
+    assert name not in ido.introspection.registered_device_types()
 
 
 @pytest.mark.parametrize(
@@ -76,7 +77,7 @@ def test_device_types_that_are_not_names_are_refused(device_type: str) -> None:
     with pytest.raises(ido.InvalidDeviceTypeError) as caught:
         ido.register_cpp_device_options(device_type, npu_options)
     assert f"device_type {device_type!r} is not a device name" in str(caught.value)
-    assert ido.registered_device_types() == []
+    assert ido.introspection.registered_device_types() == []
 
 
 @pytest.mark.parametrize("device_type", [None, 3, b"npu"])
@@ -106,26 +107,26 @@ def test_errors_are_specific_classes_under_one_base() -> None:
 
 
 def test_context_manager_registers_for_the_block_only() -> None:
-    with ido.registered_cpp_device_options("npu", npu_options):
-        assert ido.registered_device_types() == ["npu"]
-    assert ido.registered_device_types() == []
+    with ido.testing.registered_cpp_device_options("npu", npu_options):
+        assert ido.introspection.registered_device_types() == ["npu"]
+    assert ido.introspection.registered_device_types() == []
 
 
 def test_context_manager_restores_the_previous_registration_without_warning() -> None:
     ido.register_cpp_device_options("npu", npu_options)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with ido.registered_cpp_device_options("npu:0", other_npu_options):
-            provider = _registry.find_provider("npu")
+        with ido.testing.registered_cpp_device_options("npu:0", other_npu_options):
+            provider = _entry_points.find_provider("npu")
             assert provider is not None and provider.callback is other_npu_options
-    provider = _registry.find_provider("npu")
+    provider = _entry_points.find_provider("npu")
     assert provider is not None and provider.callback is npu_options
 
 
 def test_context_manager_restores_even_when_the_block_raises() -> None:
-    with pytest.raises(KeyError), ido.registered_cpp_device_options("npu", npu_options):
+    with pytest.raises(KeyError), ido.testing.registered_cpp_device_options("npu", npu_options):
         raise KeyError("boom")
-    assert ido.registered_device_types() == []
+    assert ido.introspection.registered_device_types() == []
 
 
 def test_concurrent_registration_and_lookup_lose_nothing() -> None:
@@ -142,7 +143,7 @@ def test_concurrent_registration_and_lookup_lose_nothing() -> None:
             for index in range(200):
                 name = name_of(worker, index)
                 ido.register_cpp_device_options(name, npu_options)
-                provider = _registry.find_provider(name)
+                provider = _entry_points.find_provider(name)
                 assert provider is not None and provider.device_type == name
                 if index % 2:
                     assert ido.unregister_cpp_device_options(name)
@@ -156,7 +157,7 @@ def test_concurrent_registration_and_lookup_lose_nothing() -> None:
         thread.join()
     assert errors == []
     expected = sorted(name_of(w, i) for w in range(8) for i in range(0, 200, 2))
-    assert ido.registered_device_types() == expected
+    assert ido.introspection.registered_device_types() == expected
 
 
 # A provider module that registers another device when imported, slowly: the main thread
@@ -177,6 +178,7 @@ def options(device_type, aot_mode, compile_only):
 
 LOOKUP_WHILE_ANOTHER_THREAD_IMPORTS = """
 import os, sys, threading
+from inductor_device_options.lookup import entry_points as _entry_points
 from inductor_device_options.lookup import registry as _registry
 
 importing = threading.Event()
@@ -187,7 +189,7 @@ importer = threading.Thread(target=import_provider, daemon=True)
 importer.start()
 importing.wait(30)
 finder = threading.Thread(
-    target=lambda: print(_registry.find_provider("lockdev").callback("lockdev", 0, 0)[0]),
+    target=lambda: print(_entry_points.find_provider("lockdev").callback("lockdev", 0, 0)[0]),
     daemon=True,
 )
 finder.start()
@@ -196,7 +198,7 @@ for thread in (importer, finder):
 if importer.is_alive() or finder.is_alive():
     print("deadlock", flush=True)
     os._exit(1)
-print(_registry.find_provider("sidedev").description)
+print(_entry_points.find_provider("sidedev").description)
 """
 
 

@@ -1,14 +1,21 @@
-"""The pipeline provider -> validation -> custom_op_libs -> fresh: re-entry and threads."""
+"""The pipeline provider -> validation -> custom_op_libs -> fresh: re-entry, threads, and each
+value checked once."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+from collections import Counter
+from pathlib import Path
 
 import pytest
 from torch._inductor.cpp_builder import CppTorchDeviceOptions
 
 import inductor_device_options as ido
+from inductor_device_options.options import pipeline, rules
+from inductor_device_options.options.freshness import FINGERPRINT_DEFINITION
+from inductor_device_options.options.model import FIELDS
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 
@@ -77,3 +84,42 @@ def test_the_same_device_in_two_threads_at_once_is_no_recursion() -> None:
     for thread in threads:
         thread.join(timeout=60)
     assert results == [["SLOW"], ["SLOW"]]
+
+
+def test_each_value_is_checked_once_per_uncached_lookup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rules see each value once per lookup the cache does not serve: what the provider
+    returned, then only what the pipeline made new (here the SDK fingerprint); a lookup the
+    cache serves checks nothing again."""
+    include = tmp_path / "include"
+    include.mkdir()
+    (include / "checkdev.h").write_text("#define CHECKDEV 1\n")
+    provided = (
+        ["USE_CHECKDEV", "LEVEL=2"],
+        [os.path.realpath(include)],  # real already: the fresh step keeps it
+        ["Wno-unused-function"],
+        ["Wl,--as-needed"],
+        [os.path.realpath(tmp_path)],
+        ["m"],
+        ["-Wno-unused-variable"],
+    )
+    checked: Counter[tuple[str, str]] = Counter()
+    rule = rules.value_problem
+
+    def counted_rule(field: str, value: str) -> str | None:
+        checked[(field, value)] += 1
+        return rule(field, value)
+
+    monkeypatch.setattr(rules, "value_problem", counted_rule)
+    pipeline.reset()  # nothing finished before: this lookup runs every step
+    ido.register_cpp_device_options("checkdev", lambda d, a, c: provided)
+    options = ido.get_cpp_device_options("checkdev")
+    final = Counter(
+        (field, value) for field, values in zip(FIELDS, options, strict=True) for value in values
+    )
+    assert any(value.startswith(FINGERPRINT_DEFINITION) for value in options.definitions)
+    assert checked == final  # every value once, none twice
+    checked.clear()
+    assert ido.get_cpp_device_options("checkdev") == options
+    assert not checked  # served by the cache

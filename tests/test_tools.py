@@ -378,8 +378,8 @@ XLINKER_PAIRS = [
 def test_the_word_after_xlinker_is_the_options_own(
     values: dict[str, list[str]], refused: str | None
 ) -> None:
-    from inductor_device_options.lookup.resolve import finish
     from inductor_device_options.options.model import FIELDS
+    from inductor_device_options.options.pipeline import finish
 
     lists = tuple(values.get(field, []) for field in FIELDS)
     if refused is None:

@@ -13,6 +13,10 @@ A backend registers a provider for its device type::
 
 Importing this package does not import ``torch._inductor``: the hook installs itself
 when ``torch._inductor.cpp_builder`` is first imported.
+
+Two submodules complete this face: :mod:`inductor_device_options.introspection` (where a
+device's options come from, where the hook stands) and :mod:`inductor_device_options.testing`
+(registrations for a ``with`` block, and the one reset of the package's state).
 """
 
 from __future__ import annotations
@@ -28,28 +32,18 @@ from ._errors import (
     ReservedDeviceTypeError,
     RunpathError,
 )
-from .hook.install import (
-    DeviceOptionsSource,
-    HookState,
-    arm,
-    default_cpp_device_options,
-    device_options_source,
-    get_cpp_device_options,
-    hook_state,
-    known_device_options_sources,
-    registered_device_types,
-)
+from .hook.install import arm
+from .hook.lookups import default_cpp_device_options, get_cpp_device_options
+from .lookup.device_types import RESERVED_DEVICE_TYPES
 from .lookup.registry import (
     ENTRY_POINT_GROUP,
-    RESERVED_DEVICE_TYPES,
     CppDeviceOptionsCallback,
     guarantee_cpp_device_options,
     register_cpp_device_options,
-    registered_cpp_device_options,
     unregister_cpp_device_options,
 )
 from .options.model import CppDeviceOptions
-from .options.tools import runpath
+from .options.runpath import runpath
 
 __version__ = "0.1.0"
 
@@ -60,8 +54,6 @@ __all__ = [
     "CppDeviceOptionsCallback",
     "CppDeviceOptionsError",
     "DeviceNotAskedWarning",
-    "DeviceOptionsSource",
-    "HookState",
     "InvalidCppDeviceOptionsError",
     "InvalidDeviceTypeError",
     "InvalidProviderError",
@@ -71,17 +63,24 @@ __all__ = [
     "RunpathError",
     "arm",
     "default_cpp_device_options",
-    "device_options_source",
     "get_cpp_device_options",
     "guarantee_cpp_device_options",
-    "hook_state",
-    "known_device_options_sources",
     "register_cpp_device_options",
-    "registered_cpp_device_options",
-    "registered_device_types",
     "runpath",
     "unregister_cpp_device_options",
 ]
+
+
+
+def __getattr__(name: str) -> object:
+    """``ido.introspection`` and ``ido.testing`` without importing them first: they load on
+    first use, not in every process that imports torch."""
+    if name in ("introspection", "testing"):
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # help() and the reference show each name where users import it from.
 for _name in __all__:

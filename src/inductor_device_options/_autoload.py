@@ -23,7 +23,8 @@ def arm() -> None:
 
 def sample() -> None:
     """Set up the sample device where ``$INDUCTOR_DEVICE_OPTIONS_SAMPLE_DIR`` is set."""
-    if os.environ.get(SAMPLE_DIR_ENV):
+    cache_dir = os.environ.get(SAMPLE_DIR_ENV)
+    if cache_dir:
         from .sample import autoload
 
-        autoload()
+        autoload(cache_dir)

@@ -134,7 +134,7 @@ class InvalidCppDeviceOptionsError(CppDeviceOptionsError, ValueError):
         >>> import inductor_device_options as ido
         >>> def dash_d(device_type, aot_mode, compile_only):
         ...     return (["-DUSE_MYDEV"], [], [], [], [], [], [])
-        >>> with ido.registered_cpp_device_options("mydev", dash_d):
+        >>> with ido.testing.registered_cpp_device_options("mydev", dash_d):
         ...     try:
         ...         ido.get_cpp_device_options("mydev")
         ...     except ido.InvalidCppDeviceOptionsError as error:
@@ -181,7 +181,7 @@ class ProviderRecursionError(CppDeviceOptionsError, RecursionError):
         >>> import inductor_device_options as ido
         >>> def recursive(device_type, aot_mode, compile_only):
         ...     return ido.get_cpp_device_options(device_type, aot_mode, compile_only)
-        >>> with ido.registered_cpp_device_options("mydev", recursive):
+        >>> with ido.testing.registered_cpp_device_options("mydev", recursive):
         ...     ido.get_cpp_device_options("mydev")
         Traceback (most recent call last):
         ...

@@ -13,8 +13,9 @@ from collections.abc import Iterator
 import pytest
 from support import shared_test_dir
 
-from inductor_device_options import registered_cpp_device_options, unregister_cpp_device_options
+from inductor_device_options import unregister_cpp_device_options
 from inductor_device_options.sample import DEVICE_NAME, SampleDevice, sdk_cpp_device_options
+from inductor_device_options.testing import registered_cpp_device_options
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """A real distributed job: ``torchrun --standalone --nproc_per_node=2``, gloo on the CPU.
 
-Each rank runs ``sample/distributed_job.py``, a user script that imports only torch: the
+Each rank runs ``demo/distributed_job.py``, a user script that imports only torch: the
 sample device and its C++ options reach the rank through torch's backend autoload. The
 ranks share one Inductor cache, the session's, as ranks on one node do. What each rank
 saw comes from the rank itself (its report) and from the compiler commands that every

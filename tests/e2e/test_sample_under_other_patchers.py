@@ -19,11 +19,11 @@ from test_sample_device import (
     cpu_inputs,
 )
 
-from inductor_device_options import hook_state
 from inductor_device_options.demo.compiler_commands import (
     last_shared_library,
     record_compiler_commands,
 )
+from inductor_device_options.introspection import hook_state
 from inductor_device_options.sample import DEVICE_NAME, SampleDevice
 
 WRAPPER_MACRO = "SAMPLE_WRAPPER_SAW_IT"

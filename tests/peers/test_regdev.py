@@ -539,7 +539,7 @@ def test_backend_autoloads_in_a_fresh_process(regdev: Regdev) -> None:
         from torch._inductor.codegen.common import get_wrapper_codegen_for_device
 
         x = torch.arange(4.0).to("regdev") * 2
-        print(x.device, x.cpu().tolist(), ido.device_options_source("regdev").source,
+        print(x.device, x.cpu().tolist(), ido.introspection.device_options_source("regdev").kind,
               get_wrapper_codegen_for_device("regdev", cpp_wrapper=True).__name__)
         """,
         env=regdev.env({}),

@@ -112,13 +112,23 @@ class _Recording:
     commands: list[CompilerCommand]
 
 
-_lock = threading.Lock()
-_recordings: list[_Recording] = []
-_hook_installed = False
+class _Recorder:
+    """What this process records: the recordings open now, whether the audit hook is
+    installed, and the log its children append to. The demo's state, not the package's:
+    it lives here, outside what a process that only looks options up imports."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.recordings: list[_Recording] = []
+        self.hook_installed = False
+        self.log_path: Path | None = None
+
+
+_recorder = _Recorder()
 
 
 def _audit(event: str, arguments: tuple[Any, ...]) -> None:
-    if event != "subprocess.Popen" or not _recordings:
+    if event != "subprocess.Popen" or not _recorder.recordings:
         return
     _executable, argv, cwd = arguments[:3]
     if isinstance(argv, (str, bytes, os.PathLike)):
@@ -127,8 +137,8 @@ def _audit(event: str, arguments: tuple[Any, ...]) -> None:
     if not words:
         return
     command = CompilerCommand(words, None if cwd is None else os.fsdecode(cwd), os.getpid())
-    with _lock:
-        for recording in _recordings:
+    with _recorder.lock:
+        for recording in _recorder.recordings:
             if os.path.basename(words[0]) == recording.compiler:
                 recording.commands.append(command)
 
@@ -140,40 +150,35 @@ def record_compiler_commands(compiler: str) -> Iterator[list[CompilerCommand]]:
 
     ``compiler`` is compared by file name (``g++`` matches ``/usr/bin/g++``).
     """
-    global _hook_installed
     recording = _Recording(os.path.basename(compiler), [])
     log = _command_log()
     start = log.stat().st_size
-    with _lock:
-        if not _hook_installed:
+    with _recorder.lock:
+        if not _recorder.hook_installed:
             # An audit hook cannot be removed; it does nothing outside a recording.
             sys.addaudithook(_audit)
-            _hook_installed = True
-        _recordings.append(recording)
+            _recorder.hook_installed = True
+        _recorder.recordings.append(recording)
     try:
         yield recording.commands
     finally:
-        with _lock:
-            _recordings.remove(recording)
+        with _recorder.lock:
+            _recorder.recordings.remove(recording)
         recording.commands.extend(_logged_commands(log, start, recording.compiler))
-
-
-_log_path: Path | None = None
 
 
 def _command_log() -> Path:
     """This process's log for its children's commands, created once, named in the env."""
-    global _log_path
-    with _lock:
-        if _log_path is None:
+    with _recorder.lock:
+        if _recorder.log_path is None:
             handle, name = tempfile.mkstemp(prefix="sampledev-compiler-commands-", suffix=".log")
             os.close(handle)
-            _log_path = Path(name)
-            atexit.register(_log_path.unlink, missing_ok=True)
+            _recorder.log_path = Path(name)
+            atexit.register(_recorder.log_path.unlink, missing_ok=True)
         # Named again at every recording: whatever restores os.environ after a block (torch
         # 2.6's fresh_inductor_cache, mock.patch.dict) takes out a name set inside it.
-        os.environ[COMMAND_LOG_ENV] = str(_log_path)
-        return _log_path
+        os.environ[COMMAND_LOG_ENV] = str(_recorder.log_path)
+        return _recorder.log_path
 
 
 def _logged_commands(log: Path, start: int, compiler: str) -> list[CompilerCommand]:
@@ -190,7 +195,7 @@ def _logged_commands(log: Path, start: int, compiler: str) -> list[CompilerComma
 def log_commands_for_parent() -> None:
     """In a child process: append every command it starts to the parent's log, if any."""
     path = os.environ.get(COMMAND_LOG_ENV)
-    if not path or _log_path is not None:  # the log's own process records in memory
+    if not path or _recorder.log_path is not None:  # the log's own process records in memory
         return
     # Set by torchrun in each rank and inherited by the rank's compile subprocesses.
     rank = int(os.environ["RANK"]) if os.environ.get("RANK", "").isdigit() else None

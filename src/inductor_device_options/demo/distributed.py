@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import CppDeviceOptions
-from ..sample import AUTOLOAD_ENV, SampleDevice
+from .._autoload import SAMPLE_DIR_ENV
+from ..sample import SampleDevice
 from .compiler_commands import CompilerCommand, record_compiler_commands
 
 JOB_SCRIPT = Path(__file__).resolve().with_name("distributed_job.py")
@@ -138,7 +139,7 @@ def run_job(
         with record_compiler_commands(get_cpp_compiler()) as commands:
             # Read after the recording started: it names its log in the environment.
             env = dict(os.environ)
-            env[AUTOLOAD_ENV] = str(device.cache_dir)
+            env[SAMPLE_DIR_ENV] = str(device.cache_dir)
             env["TORCHINDUCTOR_CACHE_DIR"] = str(inductor_cache_dir)
             env[JOB_ENV] = job
             if compile_mode is not None:

@@ -4,7 +4,7 @@ recording wrapper assigned to ``cpp_builder.get_cpp_torch_device_options`` (the 
 adopts it into its chain, below which its sources are: it sees every question, those the
 registrations answer included); every compiler command recorded (an audit hook on
 ``subprocess.Popen``); then a compile of a tiny graph on the device, each step's outcome,
-the questions, commands and options written to one JSON file (``_doctor_compile`` judges).
+the questions, commands and options written to one JSON file (``real_compile`` judges).
 """
 
 from __future__ import annotations
@@ -52,28 +52,40 @@ def _step(result: Json, name: str, run: Callable[[], object]) -> bool:
 
 
 def _child(device: str, aot_mode: bool, provider: str | None, work: Path, result: Json) -> None:
+    if not _step(result, "setup", lambda: _setup(device, provider)):
+        return
+    _record_options(device, aot_mode, result)
+    _install_recorder(device, aot_mode, result)
+    compile_run, load = _compiles(device, work)
+    sys.addaudithook(_auditor(device, result))  # for good: the process ends after the compile
+    if _step(result, "compile", compile_run[aot_mode]) and aot_mode:
+        _step(result, "load", load)
+    result["codegen"] = _codegen(device)
+
+
+def _setup(device: str, provider: str | None) -> None:
+    """The ``--provider`` registered; Inductor's caches off, so that each compile really
+    generates code (and asks the builders)."""
     import torch
     import torch._inductor.config as inductor_config
-    from torch._inductor import cpp_builder
 
-    from .. import get_cpp_device_options
-    from ..hook.chain import flags
     from ..lookup import registry as _registry
-    from .doctor import load_provider, parse_provider_spec
+    from .provider_loading import load_provider, parse_provider_spec
 
-    def setup() -> None:
-        if provider is not None:
-            callback = load_provider(parse_provider_spec(provider), device)
-            _registry.register_cpp_device_options(device, callback)
-        # Each compile really generates code (and asks the builders).
-        inductor_config.fx_graph_cache = False
-        inductor_config.fx_graph_remote_cache = False
-        functorch_config = torch._functorch.config
-        if hasattr(functorch_config, "enable_autograd_cache"):
-            functorch_config.enable_autograd_cache = False
+    if provider is not None:
+        callback = load_provider(parse_provider_spec(provider), device)
+        _registry.register_cpp_device_options(device, callback)
+    inductor_config.fx_graph_cache = False
+    inductor_config.fx_graph_remote_cache = False
+    functorch_config = torch._functorch.config
+    if hasattr(functorch_config, "enable_autograd_cache"):
+        functorch_config.enable_autograd_cache = False
 
-    if not _step(result, "setup", setup):
-        return
+
+def _record_options(device: str, aot_mode: bool, result: Json) -> None:
+    """What the package gives for the device, for linking and for compiling."""
+    from .. import get_cpp_device_options
+
     for compile_only in (False, True):
         entry: Json = {"compile_only": compile_only, "options": None}
         try:
@@ -81,6 +93,16 @@ def _child(device: str, aot_mode: bool, provider: str | None, work: Path, result
         except Exception as error:
             entry["error"] = f"{type(error).__name__}: {error}"
         result["options"].append(entry)
+
+
+def _install_recorder(device: str, aot_mode: bool, result: Json) -> None:
+    """A wrapper assigned to ``get_cpp_torch_device_options`` that records each question
+    and its answer; asked once through the attribute, as Inductor asks, to see that it
+    gets what the package gives."""
+    from torch._inductor import cpp_builder
+
+    from ..hook.chain import flags
+
     questions: list[Json] = result["questions"]
     found = cpp_builder.get_cpp_torch_device_options
 
@@ -95,13 +117,19 @@ def _child(device: str, aot_mode: bool, provider: str | None, work: Path, result
         return answer
 
     cpp_builder.get_cpp_torch_device_options = recording
-    # Through the attribute, as Inductor asks: the wrapper sees what the package gives.
     expected = result["options"][0]["options"]
     if expected is not None:
         cpp_builder.get_cpp_torch_device_options(device, aot_mode, False)
         if not questions or questions[-1]["answer"] != list(expected.values()):
             result["recording"] = f"the wrapper did not see the options of {device!r}"
     del questions[:]
+
+
+def _compiles(device: str, work: Path) -> tuple[dict[bool, Callable[[], None]], Callable[[], None]]:
+    """The compile of ``x * 2 + 1`` on the device (by aot_mode: cpp_wrapper or
+    AOTInductor), and the load of the AOTInductor package, each result checked against
+    the CPU's."""
+    import torch
 
     def host() -> Any:
         return torch.arange(8, dtype=torch.float32)
@@ -130,8 +158,16 @@ def _child(device: str, aot_mode: bool, provider: str | None, work: Path, result
         got = got[0] if isinstance(got, (list, tuple)) else got
         torch.testing.assert_close(got.cpu(), graph(host()))
 
+    return {False: compile_jit, True: compile_aot}, load_aot
+
+
+def _auditor(device: str, result: Json) -> Callable[[str, tuple[Any, ...]], None]:
+    """An audit hook that records every compiler command (``subprocess.Popen``)."""
+    from torch._inductor import cpp_builder
+
     compiler = os.path.basename(cpp_builder.get_cpp_compiler())
     commands: list[Json] = result["commands"]
+    questions: list[Json] = result["questions"]
 
     def audit(event: str, arguments: tuple[Any, ...]) -> None:
         if event == "subprocess.Popen":
@@ -144,10 +180,7 @@ def _child(device: str, aot_mode: bool, provider: str | None, work: Path, result
                 device_build = asked and any(not w.startswith("-") for w in words[1:])
                 commands.append({"argv": words, "device_build": device_build})
 
-    sys.addaudithook(audit)  # for good: the process ends after the compile
-    if _step(result, "compile", compile_aot if aot_mode else compile_jit) and aot_mode:
-        _step(result, "load", load_aot)
-    result["codegen"] = _codegen(device)
+    return audit
 
 
 def _codegen(device: str) -> str | None:

@@ -25,20 +25,30 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from functools import cache
+from stat import S_ISREG
 from typing import NamedTuple
 
+from .._fs import BoundedWalk
+from ..lookup.provider_attributes import HEADERS_ATTRIBUTE
 from .run import run_tool
 
-#: The attribute of a provider callback (or of a DeviceInterface) that declares the
-#: headers Inductor's C++ wrapper for the device includes: see the module docstring.
-HEADERS_ATTRIBUTE = "inductor_headers"
+__all__ = [
+    "HEADERS_ATTRIBUTE",  # re-exported: its home is lookup/provider_attributes
+    "DeviceHeaders",
+    "InvalidHeadersDeclarationError",
+    "ShadowedHeader",
+    "device_headers",
+    "included_names",
+    "locate",
+    "shadowed_headers",
+    "system_include_dirs",
+]
 
-HeadersDeclaration = Callable[[str, bool], Sequence[str]]
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:<([^>\n]+)>|"([^"\n]+)")', re.MULTILINE)
-# The most files looked at in one include dir (a whole SDK's headers are far fewer).
+# The most entries looked at in one include dir (a whole SDK's headers are far fewer).
 MAX_FILES_PER_DIR = 200_000
 
 
@@ -238,29 +248,14 @@ def _unique_real(include_dirs: Sequence[str]) -> list[str]:
 
 
 def _relative_files(top: str) -> list[str]:
-    """The files under ``top``, as paths relative to it; links to dirs are followed once."""
-    names: list[str] = []
-    visited = {os.path.realpath(top)}
-    stack = [("", top)]
-    while stack and len(names) < MAX_FILES_PER_DIR:
-        prefix, directory = stack.pop()
-        try:
-            entries = list(os.scandir(directory))
-        except OSError:
-            continue
-        for entry in entries:
-            relative = prefix + entry.name
-            try:
-                if entry.is_dir():
-                    real = os.path.realpath(entry.path)
-                    if real not in visited:
-                        visited.add(real)
-                        stack.append((relative + "/", entry.path))
-                elif entry.is_file():
-                    names.append(relative)
-            except OSError:
-                continue
-    return names
+    """The regular files under ``top``, as paths relative to it; links to dirs are
+    followed once (the package's one bounded walk)."""
+    walk = BoundedWalk([top], limit=MAX_FILES_PER_DIR)
+    return [
+        entry.label
+        for entry in walk.walk(top)
+        if entry.kind == "file" and entry.status is not None and S_ISREG(entry.status.st_mode)
+    ]
 
 
 def _same_content(first: str, other: str) -> bool:

@@ -26,16 +26,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..hook.install import DeviceOptionsSource
-from .doctor import (
-    _RELEVANT,
-    CHECKS,
-    Check,
-    Problem,
-    Status,
-    _is_torch_dir,
-    _shorten,
-)
+from ..introspection import DeviceOptionsSource
+from .checks import CHECKS, Check, Problem, Status
+from .header_checks import is_torch_dir as _is_torch_dir
+from .text import RELEVANT as _RELEVANT
+from .text import plural as _plural
+from .text import shorten as _shorten
 
 DEFAULT_TIMEOUT = 900.0
 GRAPH = "x * 2 + 1"
@@ -188,7 +184,7 @@ class _Judge:
         if reached.status == "pass":
             return (
                 "every option reached the compiler, so what is missing is missing from the "
-                f"options ({self.source.description}): {self.show} prints them and the commands"
+                f"provider's options: {self.show} prints them and the commands"
             )
         return f"{self.show} prints the options and the commands Inductor runs"
 
@@ -230,8 +226,8 @@ class _Judge:
             f"no build asked for {self.device!r}",
             f"while compiling on {self.device} Inductor asked get_cpp_torch_device_options for "
             f"{asked}, never for {self.device!r} (aot_mode={self.aot_mode}): the device's C++ "
-            f"wrapper codegen, {codegen}, does not report the device, so its options "
-            f"({self.source.description}) were never consulted",
+            f"wrapper codegen, {codegen}, does not report the device, so the provider's "
+            "options were never consulted",
             f"make the codegen report the device (self.device = {self.device!r} before "
             f"super().__init__() in its __init__) and ship torch/csrc/inductor/{header} in an "
             "include dir the options add",
@@ -386,7 +382,3 @@ def _relevant(error: Json) -> list[str]:
 
 def _times(count: int) -> str:
     return "once" if count == 1 else "twice" if count == 2 else f"{count} times"
-
-
-def _plural(count: int, singular: str) -> str:
-    return f"{count} {singular if count == 1 else singular + 's'}"

@@ -18,7 +18,7 @@ chained is seen by whether it called back into an entry for the same device duri
 The package's sources come in right above the topmost function that did not chain (a
 replacement), or above the function that was there when the hook was installed: registrations
 win over replacements, and wrappers above wrap registrations too. For the device served, what
-the replacement gave (or the base function, where it raised) is the device's default.
+the replacement gave (or the function below, where it raised) is the device's default.
 
 The one way past this is writing the module's ``__dict__`` directly; ``hook_state`` reports it.
 """
@@ -27,13 +27,15 @@ from __future__ import annotations
 
 import inspect
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any, Literal, NamedTuple
 
+from .. import _state
 from .._torch_names import FUNCTION
-from ..lookup import registry as _registry
+from ..lookup.device_types import RESERVED_DEVICE_TYPES, normalize_device_type
+from ..lookup.registry import describe_callable
+from .in_progress import Thunk, local
 
 _CHAIN_ATTRIBUTE = "_inductor_device_options_chain"
 # A dunder name: unittest.mock objects raise AttributeError for those instead of inventing one.
@@ -42,7 +44,6 @@ _STATE_MARK = "__inductor_device_options_state__"
 Args = tuple[Any, ...]
 Kwargs = dict[str, Any]
 DeviceOptionsFunction = Callable[..., Any]
-Thunk = Callable[[], Any]
 #: serve(device_type, args, kwargs, default) -> the options tuple, or None when the package
 #: has no source for the device; ``default()`` is what the device gets without the package.
 Serve = Callable[[str, Args, Kwargs, Thunk], Any]
@@ -55,26 +56,26 @@ class Adopted:
 
     def __init__(self, function: DeviceOptionsFunction):
         self.function = function
-        self.description = _registry.describe_callable(function)
-        self._keywords = _accepted_keywords(function)
-        self._seen: set[bool] = set()  # True: chained; False: did not
+        self.description = describe_callable(function)
+        self.keywords = _accepted_keywords(function)
+        self.seen: set[bool] = set()  # True: chained; False: did not
 
     def __call__(self, args: Args, kwargs: Kwargs) -> Any:
-        if kwargs and self._keywords is not None and not self._keywords.issuperset(kwargs):
+        if kwargs and self.keywords is not None and not self.keywords.issuperset(kwargs):
             # torch 2.15 passes cpp_stdlib=, which a function written for 2.13 rejects.
-            kwargs = {key: value for key, value in kwargs.items() if key in self._keywords}
+            kwargs = {key: value for key, value in kwargs.items() if key in self.keywords}
         return self.function(*args, **kwargs)
 
     def observe(self, chained: bool) -> None:
-        self._seen.add(chained)
+        self.seen.add(chained)
 
     @property
     def behaviour(self) -> Behaviour:
-        if not self._seen:
+        if not self.seen:
             return "not called yet"
-        if len(self._seen) == 2:
+        if len(self.seen) == 2:
             return "wraps for some devices"
-        return "wraps the hook" if True in self._seen else "replacement"
+        return "wraps the hook" if True in self.seen else "replacement"
 
 
 def _accepted_keywords(function: DeviceOptionsFunction) -> frozenset[str] | None:
@@ -107,47 +108,39 @@ class AdoptedFunction(NamedTuple):
     behaviour: Behaviour
 
 
-class _Local(threading.local):
-    def __init__(self) -> None:
-        # One frame per adopted function running: [device, chained].
-        self.frames: list[list[Any]] = []
-        self.defaults: list[tuple[str, bool, bool, Thunk]] = []
-        self.bypassed: set[str] = set()
-
-
-_local = _Local()
 # Whether any function was ever adopted, in any chain: until one is, a lookup need not look
 # at its thread's frames (the fast path of torch's own devices). Never reset: a flag, so
 # that running an adopted function takes no lock.
 _adopted_once = [False]
-# The frame ``bypassing`` pushes: lookups under it are no call-back of an adopted function.
-_BARRIER = object()
+
+
+def device_type_of(args: Args, kwargs: Kwargs) -> Any:
+    """The ``device_type`` of a call of torch's function, however it was passed."""
+    return args[0] if args else kwargs.get("device_type")
 
 
 def _device_name(args: Args, kwargs: Kwargs) -> str | None:
     """The normalized device a call is for, or None for torch's devices and non-names."""
-    device_type = args[0] if args else kwargs.get("device_type")
-    if type(device_type) is not str or device_type in _registry.RESERVED_DEVICE_TYPES:
+    device_type = device_type_of(args, kwargs)
+    if type(device_type) is not str or device_type in RESERVED_DEVICE_TYPES:
         return None
     name = _normalized_or_none(device_type)
-    if name is None or name in _registry.RESERVED_DEVICE_TYPES:
+    if name is None or name in RESERVED_DEVICE_TYPES:
         return None
     return name
 
 
-_normalized_names: dict[str, str | None] = {}
+_normalized_names = _state.cache(1024)
 
 
 def _normalized_or_none(device_type: str) -> str | None:
     if device_type not in _normalized_names:
         try:
-            name: str | None = _registry.normalize_device_type(device_type)
+            name: str | None = normalize_device_type(device_type)
         except ValueError:
             name = None
-        if len(_normalized_names) < 1024:
-            _normalized_names[device_type] = name
-        return name
-    return _normalized_names[device_type]
+        return _normalized_names.put(device_type, name)  # type: ignore[no-any-return]
+    return _normalized_names[device_type]  # type: ignore[no-any-return]
 
 
 def flags(args: Args, kwargs: Kwargs) -> tuple[bool, bool]:
@@ -163,24 +156,25 @@ class Chain:
     def __init__(
         self,
         module: ModuleType,
-        base: DeviceOptionsFunction,
+        function_below: DeviceOptionsFunction,
         serve: Serve,
-        base_default: Callable[[Args, Kwargs], Any],
+        below_default: Callable[[Args, Kwargs], Any],
         *,
-        call_base: DeviceOptionsFunction | None = None,
+        call_below: DeviceOptionsFunction | None = None,
         serves_reserved: Callable[[str], bool] | None = None,
         observe: Callable[[object], None] | None = None,
     ):
-        """``base``: the function there when the hook was installed; ``call_base``: what
-        the bottom of the chain calls for it (default ``base``). ``serves_reserved(d)``:
+        """``function_below``: the function there when the hook was installed;
+        ``call_below``: what the bottom of the chain calls for it (default
+        ``function_below``). ``serves_reserved(d)``:
         whether ``serve`` has a source for torch's own device ``d`` after all.
         ``observe(device_type)``: told of each call of an entry (every question Inductor
         asks, and again for each wrapper that calls through)."""
         self.module = module
-        self.base = base
-        self.call_base = base if call_base is None else call_base
+        self.function_below = function_below
+        self.call_below = function_below if call_below is None else call_below
         self._serve = serve
-        self._base_default = base_default
+        self._below_default = below_default
         self._serves_reserved = serves_reserved
         self._observe = observe
         self._lock = threading.Lock()
@@ -203,7 +197,7 @@ class Chain:
         return True
 
     def _state_of(self, value: object) -> _State | None:
-        if value is self.base:
+        if value is self.function_below:
             return self.bottom
         if self.current.adopted is not None and value is self.current.adopted.function:
             return self.current  # the same function assigned again
@@ -220,30 +214,48 @@ class Chain:
         return None
 
     def _state(self, adopted: Adopted | None, below: _State | None) -> _State:
-        reserved = _registry.RESERVED_DEVICE_TYPES
-        base = self.base
+        reserved = RESERVED_DEVICE_TYPES
+        function_below = self.function_below
         serves_reserved = self._serves_reserved
         observe = self._observe
+        # Bound once: torch's own devices through an adopted function are the hot path.
+        run = adopted.function if adopted is not None else function_below
+        keywords = adopted.keywords if adopted is not None else None
+        seen = adopted.seen if adopted is not None else None
 
         def get_cpp_torch_device_options(*args: Any, **kwargs: Any) -> Any:
             device_type = args[0] if args else kwargs.get("device_type")
             if observe is not None:
                 observe(device_type)
-            if _adopted_once[0]:  # an adopted function may run in this thread, above?
-                frames = _local.frames
-                if frames and _same_device(frames[-1][0], device_type):
-                    frames[-1][1] = True  # it called back: it chains
+            frames = local.frames if _adopted_once[0] else None
+            if frames and _same_device(frames[-1][0], device_type):
+                frames[-1][1] = True  # an adopted function above called back: it chains
             if (
-                adopted is None
-                and type(device_type) is str
+                type(device_type) is str
                 and device_type in reserved
                 and (serves_reserved is None or not serves_reserved(device_type))
-            ):
-                return base(*args, **kwargs)  # torch's devices, nothing adopted: fast
+            ):  # torch's own devices, which the package never serves: the fast path
+                if seen is None or frames is None:
+                    return function_below(*args, **kwargs)
+                # What the adopted function gives is the answer; whether it chained is
+                # only recorded (``_evaluate`` minus the sources, which never serve these),
+                # once: a call-back it makes can only mark the frame of a function that
+                # called back already, so skipping its own frame changes no report.
+                if kwargs and keywords is not None and not keywords.issuperset(kwargs):
+                    kwargs = {key: value for key, value in kwargs.items() if key in keywords}
+                if seen:
+                    return run(*args, **kwargs)
+                frame = [device_type, False]
+                frames.append(frame)
+                try:
+                    return run(*args, **kwargs)
+                finally:
+                    frames.pop()
+                    seen.add(frame[1] is True)
             return self._evaluate(state, device_type, args, kwargs)
 
-        get_cpp_torch_device_options.__doc__ = self.base.__doc__
-        get_cpp_torch_device_options.__wrapped__ = self.base  # type: ignore[attr-defined]
+        get_cpp_torch_device_options.__doc__ = self.function_below.__doc__
+        get_cpp_torch_device_options.__wrapped__ = self.function_below  # type: ignore[attr-defined]
         state = _State(adopted, below, get_cpp_torch_device_options, self)
         setattr(get_cpp_torch_device_options, _STATE_MARK, state)
         return state
@@ -267,7 +279,7 @@ class Chain:
         adopted = state.adopted
         if adopted is None:
             return self._evaluate_bottom(self._served_device(args, kwargs), args, kwargs)
-        frames = _local.frames
+        frames = local.frames
         frame = [device_type, False]
         frames.append(frame)
         error: Exception | None = None
@@ -284,7 +296,7 @@ class Chain:
             # A replacement for this device: the package's sources come first, and what the
             # replacement gave is the device's default.
             default: Thunk = (
-                (lambda: result) if error is None else (lambda: self._base_default(args, kwargs))
+                (lambda: result) if error is None else (lambda: self._below_default(args, kwargs))
             )
             served = self._serve(device, args, kwargs, default)
             if served is not None:
@@ -294,23 +306,23 @@ class Chain:
         return result
 
     def _served_device(self, args: Args, kwargs: Kwargs) -> str | None:
-        device_type = args[0] if args else kwargs.get("device_type")
-        if type(device_type) is str and device_type in _registry.RESERVED_DEVICE_TYPES:
+        device_type = device_type_of(args, kwargs)
+        if type(device_type) is str and device_type in RESERVED_DEVICE_TYPES:
             if self._serves_reserved is None or not self._serves_reserved(device_type):
                 return None  # torch's own device, registered nowhere: the common case
             device: str | None = device_type
         else:
             device = _device_name(args, kwargs)
-        return None if device is None or device in _local.bypassed else device
+        return None if device is None or device in local.bypassed else device
 
     def _evaluate_bottom(self, device: str | None, args: Args, kwargs: Kwargs) -> Any:
         if device is not None:
-            served = self._serve(device, args, kwargs, lambda: self._base_default(args, kwargs))
+            served = self._serve(device, args, kwargs, lambda: self._below_default(args, kwargs))
             if served is not None:
                 return served
-        elif _local.bypassed:
-            return self._base_default(args, kwargs)
-        return self.call_base(*args, **kwargs)
+        elif local.bypassed:
+            return self._below_default(args, kwargs)
+        return self.call_below(*args, **kwargs)
 
 
 def _same_device(running: object, called: object) -> bool:
@@ -322,54 +334,6 @@ def _same_device(running: object, called: object) -> bool:
         and type(called) is str
         and _normalized_or_none(running) == _normalized_or_none(called) is not None
     )
-
-
-@contextmanager
-def pending_default(
-    device_type: str, aot_mode: bool, compile_only: bool, default: Thunk
-) -> Iterator[None]:
-    """While a source computes ``device_type``'s options, what its defaults are."""
-    cached: list[Any] = []
-
-    def once() -> Any:
-        if not cached:
-            cached.append(default())
-        return cached[0]
-
-    _local.defaults.append((device_type, aot_mode, compile_only, once))
-    try:
-        yield
-    finally:
-        _local.defaults.pop()
-
-
-def pending_default_for(device_type: str, aot_mode: bool, compile_only: bool) -> Thunk | None:
-    """The default of the lookup under way for this device and flags, if there is one."""
-    for pending in reversed(_local.defaults):
-        if pending[:3] == (device_type, aot_mode, compile_only):
-            return pending[3]
-    return None
-
-
-def is_bypassed(device_type: str) -> bool:
-    """Whether this thread computes ``device_type``'s default right now."""
-    return device_type in _local.bypassed
-
-
-@contextmanager
-def bypassing(device_type: str) -> Iterator[None]:
-    """Lookups of ``device_type`` skip the package's sources (to compute its default)."""
-    added = device_type not in _local.bypassed
-    _local.bypassed.add(device_type)
-    # A barrier frame: the lookup made here is not a call-back of the function running
-    # (torch's own function, reaching its registry under it, in native mode).
-    _local.frames.append([_BARRIER, False])
-    try:
-        yield
-    finally:
-        _local.frames.pop()
-        if added:
-            _local.bypassed.discard(device_type)
 
 
 def chain_of(module: ModuleType) -> Chain | None:

@@ -1,58 +1,40 @@
-"""Who provides a device's C++ options through this package's own door: registrations and
-declared entry points.
+"""Registrations through this package's own door, and the opt-in that gives torch's doors
+the package's guarantees.
 
-Nothing here imports torch. Lookup order for a device, among these:
+Nothing here imports torch. Lookup order for a device, among the package's providers:
 explicit registration > an entry point of another distribution > the entry point this
-package bundles (a fallback, see ``_resolve``). Two distributions declaring the same device
-are ordered by a fixed rule (:func:`declared_entry_points`), which the user may override.
+package bundles (a fallback: ``entry_points``).
 """
 
 from __future__ import annotations
 
 import os
-import re
-import sys
-import threading
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
-from .._errors import (
-    InvalidDeviceTypeError,
-    InvalidProviderError,
-    ProviderLoadError,
-    ReservedDeviceTypeError,
+from .. import _state
+from .._errors import InvalidProviderError
+from .device_types import (
+    RESERVED_DEVICE_TYPES,
+    cpu_labelled_builds_fix,
+    normalize_device_type,
+    refusal,
+    refuse,
 )
-
-if TYPE_CHECKING:
-    from importlib import metadata
 
 #: The entry point group a distribution declares providers in: name = device type,
 #: value = "module:callable" with the callback contract.
 ENTRY_POINT_GROUP = "inductor_device_options"
 
-#: Devices whose options torch computes itself; their behaviour must never change.
-RESERVED_DEVICE_TYPES = frozenset({"cpu", "cuda", "xpu", "mps"})
-
-#: ``device=distribution[,device=distribution...]``: which distribution's entry point
-#: serves a device that several distributions declare.
-PREFER_ENV = "INDUCTOR_DEVICE_OPTIONS_PREFER"
 #: ``device[,device...]``: devices served through torch's own doors that get this
 #: package's guarantees (see :func:`guarantee_cpp_device_options`), in every process.
 GUARANTEE_ENV = "INDUCTOR_DEVICE_OPTIONS_GUARANTEE"
 
-#: This package's own distribution: its entry points are the bundled fallbacks.
-BUNDLED_DISTRIBUTION = "inductor-device-options"
-
+#: The provider contract: ``callback(device_type, aot_mode, compile_only)`` returns the
+#: seven lists (a :class:`CppDeviceOptions` or a 7-tuple of lists of ``str``).
 CppDeviceOptionsCallback = Callable[[str, bool, bool], Any]
-
-# How the package's own lookups read a device type; what torch can ask for is stricter.
-_DEVICE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_DEVICE_INDEX = re.compile(r"[0-9]+")
-# torch.device() parses a device type of letters and '_' only, and torch names every
-# device in lower case: Inductor asks for nothing else.
-_TORCH_DEVICE_NAME = re.compile(r"[a-z_]+")
 
 
 class Provider(NamedTuple):
@@ -60,52 +42,10 @@ class Provider(NamedTuple):
 
     device_type: str
     callback: CppDeviceOptionsCallback
-    source: Literal["registration", "entry point"]
+    kind: Literal["registration", "entry point"]
     description: str
     #: A bundled entry point: it serves only when the backend gives no answer of its own.
-    bundled: bool = False
-
-
-_lock = threading.RLock()
-_registered: dict[str, Provider] = {}
-_declarations: _Declarations | None = None
-_loaded: dict[str, Provider] = {}
-_guaranteed: set[str] = set()
-# Called with the device type after each registration: the hook uses it to forward
-# registrations to torch's own registry when torch has one.
-_registration_listeners: list[Callable[[str], None]] = []
-
-
-def normalize_device_type(device_type: object) -> str:
-    """``"npu"`` and ``"npu:0"`` name the same device: return ``"npu"``."""
-    if not isinstance(device_type, str):
-        raise InvalidDeviceTypeError(
-            f"device_type must be a str such as 'npu', got {type(device_type).__name__} "
-            f"{device_type!r}",
-            device_type=None,
-        )
-    name, colon, index = device_type.partition(":")
-    if not _DEVICE_NAME.fullmatch(name) or (colon and not _DEVICE_INDEX.fullmatch(index)):
-        raise InvalidDeviceTypeError(
-            f"device_type {device_type!r} is not a device name: expected a name such as "
-            "'npu', optionally with an index ('npu:0')",
-            device_type=device_type,
-        )
-    return name
-
-
-def _unaskable(name: str) -> str | None:
-    """Why Inductor can never ask for device type ``name``, or None."""
-    if _TORCH_DEVICE_NAME.fullmatch(name):
-        return None
-    if _TORCH_DEVICE_NAME.fullmatch(name.lower()):
-        return (
-            f"torch names devices in lower case: Inductor asks for {name.lower()!r}, never {name!r}"
-        )
-    return (
-        f"torch.device() parses device types of letters and '_' only ({name!r} has a digit): "
-        "Inductor never asks for it"
-    )
+    fallback: bool = False
 
 
 def describe_callable(callback: object) -> str:
@@ -191,33 +131,32 @@ def _same_callable(first: object, second: object) -> bool:
 
 
 def _put(provider: Provider) -> Provider | None:
-    with _lock:
-        previous = _registered.get(provider.device_type)
-        _registered[provider.device_type] = provider
-    for listener in _registration_listeners:
+    with _state.lock:
+        previous = _state.registered.get(provider.device_type)
+        _state.registered[provider.device_type] = provider
+    for listener in _state.registration_listeners:
         listener(provider.device_type)
     return previous
 
 
 def _checked_provider(device_type: str, callback: CppDeviceOptionsCallback) -> Provider:
     name = normalize_device_type(device_type)
-    if name in RESERVED_DEVICE_TYPES:
-        raise ReservedDeviceTypeError(
-            f"cannot register C++ device options for {name!r} (callback "
-            f"{describe_callable(callback)}): torch computes the options of "
-            f"{', '.join(sorted(RESERVED_DEVICE_TYPES))} itself, and they must stay exactly "
-            f"as torch computes them{_cpu_labelled_builds_fix(name)}",
-            device_type=name,
-            provider=describe_callable(callback),
-        )
-    unaskable = _unaskable(name)
-    if unaskable is not None:
-        raise InvalidDeviceTypeError(
-            f"cannot register C++ device options for {name!r} (callback "
-            f"{describe_callable(callback)}): {unaskable}, so the registration would never "
-            "apply",
-            device_type=name,
-            provider=describe_callable(callback),
+    refused = refusal(name)
+    if refused is not None:
+        provider = describe_callable(callback)
+        if refused.reserved:
+            why = (
+                f"torch computes the options of {', '.join(sorted(RESERVED_DEVICE_TYPES))} "
+                f"itself, and they must stay exactly as torch computes them"
+                f"{cpu_labelled_builds_fix(name)}"
+            )
+        else:
+            why = f"{refused.reason}, so the registration would never apply"
+        refuse(
+            name,
+            refused,
+            f"cannot register C++ device options for {name!r} (callback {provider}): {why}",
+            provider,
         )
     if not callable(callback):
         raise InvalidProviderError(
@@ -228,31 +167,6 @@ def _checked_provider(device_type: str, callback: CppDeviceOptionsCallback) -> P
             provider=repr(callback),
         )
     return Provider(name, callback, "registration", describe_callable(callback))
-
-
-def _cpu_labelled_builds_fix(name: str) -> str:
-    """What a backend whose builds ask for "cpu" does instead of registering "cpu": every
-    CPU build asks for it, so extending it would change the builds of every CPU graph."""
-    if name != "cpu":
-        return ""
-    device = _privateuse1_name() or "DEVICE"
-    return (
-        ". If your backend's cpp_wrapper builds ask for 'cpu', its C++ wrapper codegen (a "
-        "CppWrapperCpu subclass) does not report its device: set "
-        f"self.device = {device!r} in its __init__ before super().__init__(), register the "
-        f"provider for {device!r}, and ship torch/csrc/inductor/cpp_wrapper/{device}.h in an "
-        f"include dir it adds (`inductor-device-options doctor {device}` checks all three)"
-    )
-
-
-def _privateuse1_name() -> str | None:
-    """The name the PrivateUse1 backend took, where torch is imported and it was renamed."""
-    torch = sys.modules.get("torch")
-    get_name = getattr(getattr(torch, "_C", None), "_get_privateuse1_backend_name", None)
-    if get_name is None:
-        return None
-    name = get_name()
-    return name if isinstance(name, str) and name != "privateuseone" else None
 
 
 def unregister_cpp_device_options(device_type: str) -> bool:
@@ -276,8 +190,8 @@ def unregister_cpp_device_options(device_type: str) -> bool:
         (True, False)
     """
     name = normalize_device_type(device_type)
-    with _lock:
-        return _registered.pop(name, None) is not None
+    with _state.lock:
+        return _state.registered.pop(name, None) is not None
 
 
 def registered_device_types() -> list[str]:
@@ -286,8 +200,8 @@ def registered_device_types() -> list[str]:
     Devices registered through ``torch._inductor.cpp_builder.register_cpp_device_options``
     are added by the package's top-level :func:`registered_device_types`.
     """
-    with _lock:
-        return sorted(_registered)
+    with _state.lock:
+        return sorted(_state.registered)
 
 
 @contextmanager
@@ -303,10 +217,10 @@ def registered_cpp_device_options(
         >>> import inductor_device_options as ido
         >>> def acme_options(device_type, aot_mode, compile_only):
         ...     return (["USE_ACME"], [], [], [], [], [], [])
-        >>> with ido.registered_cpp_device_options("acme", acme_options):
+        >>> with ido.testing.registered_cpp_device_options("acme", acme_options):
         ...     ido.get_cpp_device_options("acme").definitions
         ['USE_ACME']
-        >>> ido.device_options_source("acme").source
+        >>> ido.introspection.device_options_source("acme").kind
         'torch'
     """
     provider = _checked_provider(device_type, callback)
@@ -314,16 +228,16 @@ def registered_cpp_device_options(
     try:
         yield
     finally:
-        with _lock:
+        with _state.lock:
             if previous is None:
-                _registered.pop(provider.device_type, None)
+                _state.registered.pop(provider.device_type, None)
             else:
-                _registered[provider.device_type] = previous
+                _state.registered[provider.device_type] = previous
 
 
 def registered_provider(device_type: str) -> Provider | None:
-    with _lock:
-        return _registered.get(device_type)
+    with _state.lock:
+        return _state.registered.get(device_type)
 
 
 # --- the opt-in to the package's guarantees for torch's doors -----------------------------
@@ -363,230 +277,17 @@ def guarantee_cpp_device_options(device_type: str) -> None:
         from ...options: include_dirs[0] = 'relative/include' is relative: ...
     """
     name = normalize_device_type(device_type)
-    if name in RESERVED_DEVICE_TYPES:
-        raise ReservedDeviceTypeError(
-            f"cannot guarantee the C++ options of {name!r}: torch computes them itself",
-            device_type=name,
-        )
-    unaskable = _unaskable(name)
-    if unaskable is not None:
-        raise InvalidDeviceTypeError(f"{unaskable}", device_type=name)
-    with _lock:
-        _guaranteed.add(name)
+    refused = refusal(name)
+    if refused is not None:
+        why = "torch computes them itself" if refused.reserved else refused.reason
+        refuse(name, refused, f"cannot guarantee the C++ options of {name!r}: {why}")
+    with _state.lock:
+        _state.guaranteed.add(name)
 
 
 def is_guaranteed(device_type: str) -> bool:
     """Whether ``device_type``'s options from torch's doors get the package's guarantees."""
-    if device_type in _guaranteed:
+    if device_type in _state.guaranteed:
         return True
     listed = os.environ.get(GUARANTEE_ENV, "")
     return device_type in {name.strip() for name in listed.split(",")}
-
-
-# --- declared entry points ---------------------------------------------------------------
-
-
-class InvalidDeclaration(NamedTuple):
-    """An entry point of the group that cannot name a device, and why."""
-
-    entry_point: metadata.EntryPoint
-    reason: str
-
-    def describe(self) -> str:
-        return f"{describe_entry_point(self.entry_point)}: {self.reason}"
-
-
-class DeclarationConflict(NamedTuple):
-    """Several distributions declare the same device: which one serves it, and why."""
-
-    device_type: str
-    chosen: metadata.EntryPoint
-    others: tuple[metadata.EntryPoint, ...]
-    reason: str
-
-    @property
-    def warns(self) -> bool:
-        """A bundled fallback giving way is by design; two backends for a device are not."""
-        return any(not is_bundled(entry_point) for entry_point in self.others)
-
-    def describe(self) -> str:
-        others = "; ".join(describe_entry_point(entry_point) for entry_point in self.others)
-        return (
-            f"device {self.device_type!r} is declared by several distributions: "
-            f"{describe_entry_point(self.chosen)} serves it ({self.reason}); not used: "
-            f"{others}. To choose, set {PREFER_ENV}={self.device_type}=<distribution>"
-        )
-
-
-class _Declarations(NamedTuple):
-    chosen: dict[str, metadata.EntryPoint]
-    invalid: list[InvalidDeclaration]
-    conflicts: dict[str, DeclarationConflict]
-
-
-def declared_entry_points() -> dict[str, metadata.EntryPoint]:
-    """The group's entry points by device type, read once per process: for a device that
-    several distributions declare, the one chosen (see :class:`DeclarationConflict`).
-    Entry points whose name is not a device name are left out (``invalid_declarations``)."""
-    return _read_declarations().chosen
-
-
-def invalid_declarations() -> list[InvalidDeclaration]:
-    """Entry points of the group that name no device this package can serve."""
-    return list(_read_declarations().invalid)
-
-
-def declaration_conflicts() -> list[DeclarationConflict]:
-    """Devices that several distributions declare, sorted by device type."""
-    conflicts = _read_declarations().conflicts
-    return [conflicts[name] for name in sorted(conflicts)]
-
-
-def _read_declarations() -> _Declarations:
-    global _declarations
-    declarations = _declarations
-    if declarations is not None:
-        return declarations
-    from importlib import metadata  # ~5 ms: only when a lookup needs it
-
-    # Read outside the lock: never hold it across an import (see find_provider).
-    candidates: dict[str, list[metadata.EntryPoint]] = {}
-    invalid: list[InvalidDeclaration] = []
-    for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        reason = _declaration_problem(entry_point.name)
-        if reason is None:
-            candidates.setdefault(entry_point.name, []).append(entry_point)
-        else:
-            invalid.append(InvalidDeclaration(entry_point, reason))
-    preferred = _preferences(os.environ.get(PREFER_ENV, ""))
-    chosen: dict[str, metadata.EntryPoint] = {}
-    conflicts: dict[str, DeclarationConflict] = {}
-    for name, entry_points in candidates.items():
-        ordered, reason = _ordered(entry_points, preferred.get(name))
-        chosen[name] = ordered[0]
-        if len(ordered) > 1:
-            conflicts[name] = DeclarationConflict(name, ordered[0], tuple(ordered[1:]), reason)
-    with _lock:
-        if _declarations is None:
-            _declarations = _Declarations(chosen, invalid, conflicts)
-        return _declarations
-
-
-def _preferences(value: str) -> dict[str, str]:
-    """``{device: normalized distribution name}`` from ``$INDUCTOR_DEVICE_OPTIONS_PREFER``."""
-    preferences: dict[str, str] = {}
-    for item in filter(None, (part.strip() for part in value.split(","))):
-        device, equals, distribution = item.partition("=")
-        if not equals or not device.strip() or not distribution.strip():
-            warnings.warn(
-                f"{PREFER_ENV}: {item!r} is not device=distribution; ignored", stacklevel=3
-            )
-            continue
-        preferences[device.strip()] = _normalized_name(distribution)
-    return preferences
-
-
-def _ordered(
-    entry_points: list[metadata.EntryPoint], preferred: str | None
-) -> tuple[list[metadata.EntryPoint], str]:
-    """The declarations of one device, the one that serves it first, and why it does."""
-
-    def key(entry_point: metadata.EntryPoint) -> tuple[bool, str, str]:
-        return (is_bundled(entry_point), _distribution_name(entry_point), entry_point.value)
-
-    ordered = sorted(entry_points, key=key)
-    if preferred is not None:
-        chosen = [ep for ep in ordered if _distribution_name(ep) == preferred]
-        if chosen:
-            rest = [ep for ep in ordered if ep is not chosen[0]]
-            return [chosen[0], *rest], f"{PREFER_ENV} names {preferred}"
-        reason = f"{PREFER_ENV} names {preferred}, which declares no such entry point; otherwise "
-    else:
-        reason = ""
-    return ordered, (
-        reason + "another distribution's declaration comes before the one bundled with "
-        "inductor-device-options, then distributions in order of their names"
-    )
-
-
-def _normalized_name(name: str) -> str:
-    """A distribution name as packaging compares them (PEP 503)."""
-    return re.sub(r"[-_.]+", "-", name.strip()).lower()
-
-
-def _distribution_name(entry_point: metadata.EntryPoint) -> str:
-    dist = entry_point.dist
-    return _normalized_name(dist.name) if dist is not None else ""
-
-
-def is_bundled(entry_point: metadata.EntryPoint) -> bool:
-    """Whether ``entry_point`` is declared by this package itself (a fallback provider)."""
-    if entry_point.dist is not None:
-        return _distribution_name(entry_point) == BUNDLED_DISTRIBUTION
-    return entry_point.value.startswith("inductor_device_options.")
-
-
-def _declaration_problem(name: str) -> str | None:
-    if not _DEVICE_NAME.fullmatch(name):
-        return (
-            f"{name!r} is not a device name (a name such as 'npu', without an index); "
-            "the entry point is ignored"
-        )
-    if name in RESERVED_DEVICE_TYPES:
-        return f"torch computes the options of {name!r} itself; the entry point is ignored"
-    unaskable = _unaskable(name)
-    if unaskable is not None:
-        return f"{unaskable}; the entry point is ignored"
-    return None
-
-
-def describe_entry_point(entry_point: metadata.EntryPoint) -> str:
-    dist = entry_point.dist
-    origin = f" (distribution {dist.name} {dist.version})" if dist is not None else ""
-    return (
-        f"entry point {entry_point.name} = {entry_point.value} in group "
-        f"{ENTRY_POINT_GROUP!r}{origin}"
-    )
-
-
-def find_provider(device_type: str) -> Provider | None:
-    """The provider for a normalized device type, loading its entry point if needed.
-
-    The entry point's module is imported without holding the registry's lock: it may
-    register at import, from another thread importing it at the same time, too.
-    """
-    provider = _registered.get(device_type) or _loaded.get(device_type)
-    if provider is not None:
-        return provider
-    entry_point = declared_entry_points().get(device_type)
-    if entry_point is None:
-        return None
-    conflict = _read_declarations().conflicts.get(device_type)
-    if conflict is not None and conflict.warns:
-        warnings.warn(conflict.describe(), RuntimeWarning, stacklevel=2)
-    description = describe_entry_point(entry_point)
-    try:
-        callback = entry_point.load()
-    except (Exception, SystemExit) as error:  # a module that calls sys.exit() at import too
-        raise ProviderLoadError(
-            f"cannot load the C++ options provider for device {device_type!r} from "
-            f"{description}: {type(error).__name__}: {error}",
-            device_type=device_type,
-            provider=description,
-        ) from error
-    if not callable(callback):
-        raise InvalidProviderError(
-            f"the C++ options provider for device {device_type!r} from {description} "
-            f"is a {type(callback).__name__}, not a callable",
-            device_type=device_type,
-            provider=description,
-        )
-    with _lock:
-        # A registration made meanwhile (by that import, say) comes first, as always.
-        registered = _registered.get(device_type)
-        if registered is not None:
-            return registered
-        return _loaded.setdefault(
-            device_type,
-            Provider(device_type, callback, "entry point", description, is_bundled(entry_point)),
-        )

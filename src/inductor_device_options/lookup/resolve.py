@@ -13,39 +13,26 @@ Sources, in lookup order (the first that has the device serves it):
    ``get_cpp_device_options``: a fallback, which yields to the function below when it
    cannot compute the options.
 
-The package's own door (1, 3, 5) gets its guarantees: what the provider returns is
-validated (``_options``, ``_rendering``, ``_tools``, ``_compiler``), gets
-``config.aot_inductor.custom_op_libs`` as stock torch gives them, and is made fresh
-(``_freshness``). torch's doors (2, 4) give exactly what the callback returns, as torch
-defines them, unless the device is guaranteed. Nothing here touches ``cpp_builder``:
-``_hook`` does, and hands torch's registry in.
+The package's own door (1, 3, 5) gets its guarantees: what the provider returns goes
+through the validation pipeline (``options.pipeline``: validated, with
+``config.aot_inductor.custom_op_libs`` as stock torch gives them, made fresh). torch's doors
+(2, 4) give exactly what the callback returns, as torch defines them, unless the device is
+guaranteed. Nothing here touches ``cpp_builder``: ``hook`` does, and hands torch's registry
+in.
 """
 
 from __future__ import annotations
 
-import inspect
-import sys
 import threading
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from .._errors import (
-    PROVIDER_ATTRIBUTE,
-    InvalidCppDeviceOptionsError,
-    ProviderRecursionError,
-    add_note,
-)
-from .._torch_names import CPP_BUILDER
-from ..options.freshness import fresh_options
-from ..options.model import (
-    CppDeviceOptions,
-    ValueProblem,
-    invalid_options_error,
-    snapshot,
-    value_problems,
-)
+from .._errors import PROVIDER_ATTRIBUTE, ProviderRecursionError, add_note
+from ..options.pipeline import finished
 from . import registry as _registry
+from .device_types import RESERVED_DEVICE_TYPES
+from .interfaces import interface_defining_cpp_options, interface_description
 
 if TYPE_CHECKING:
     from importlib import metadata
@@ -53,7 +40,6 @@ if TYPE_CHECKING:
 SourceKind = Literal["registration", "cpp_builder registration", "entry point", "device interface"]
 Thunk = Callable[[], Any]
 
-_lock = threading.Lock()
 # The devices whose options this thread is computing: a provider that asks for its own
 # device would otherwise recurse until RecursionError.
 _in_progress = threading.local()
@@ -102,8 +88,10 @@ def find_source(
             callback,  # type: ignore[arg-type]
             guaranteed,
         )
-    entry_point = _registry.declared_entry_points().get(device_type)
-    if entry_point is not None and not _registry.is_bundled(entry_point):
+    from .entry_points import declared_entry_points, is_bundled  # only past registrations
+
+    entry_point = declared_entry_points().get(device_type)
+    if entry_point is not None and not is_bundled(entry_point):
         return _declared(device_type, entry_point, load)
     interface = interface_defining_cpp_options(device_type)
     if interface is not None:
@@ -122,16 +110,16 @@ def find_source(
 
 
 def _declared(device_type: str, entry_point: metadata.EntryPoint, load: bool) -> Source:
-    bundled = _registry.is_bundled(entry_point)
-    declared = Source(
-        "entry point", _registry.describe_entry_point(entry_point), None, True, bundled
-    )
+    from .entry_points import describe_entry_point, find_provider, is_bundled
+
+    bundled = is_bundled(entry_point)
+    declared = Source("entry point", describe_entry_point(entry_point), None, True, bundled)
     if not load:
         return declared
-    provider = _registry.find_provider(device_type)
+    provider = find_provider(device_type)
     if provider is None:
         return declared
-    if provider.source == "registration":  # registered while its module was imported
+    if provider.kind == "registration":  # registered while its module was imported
         return Source("registration", provider.description, provider.callback, True)
     return declared._replace(call=provider.callback)
 
@@ -179,7 +167,7 @@ def _served(
     source: Source, device_type: str, aot_mode: bool, compile_only: bool, default: Thunk
 ) -> object | None:
     assert source.call is not None
-    if source.kind == "cpp_builder registration" and device_type in _registry.RESERVED_DEVICE_TYPES:
+    if source.kind == "cpp_builder registration" and device_type in RESERVED_DEVICE_TYPES:
         default()  # torch's branches for its own devices run first, as in the design
     if not source.guaranteed:  # torch's door: exactly what it gives
         if source.kind == "device interface":
@@ -190,10 +178,10 @@ def _served(
         return (
             None
             if raw is None and source.kind == "device interface"
-            else _finished(raw, device_type, source.description)
+            else finished(raw, device_type, source.description)
         )
     try:
-        return _finished(
+        return finished(
             _call_provider(source, device_type, aot_mode, compile_only),
             device_type,
             source.description,
@@ -246,126 +234,6 @@ def _recursion_error(device_type: str, description: str) -> ProviderRecursionErr
     )
 
 
-def interface_description(interface: type) -> str:
-    return f"{_registry.describe_callable(interface)}.get_cpp_device_options"
-
-
-# Providers usually return the same lists every time: what was validated and made fresh
-# once is reused, keyed by the exact values (Inductor asks once per build) and by the
-# CppBuilder they were checked against.
-_finished_options: dict[tuple[object, ...], CppDeviceOptions] = {}
-_FINISHED_OPTIONS_LIMIT = 256
-_SEQUENCE_TYPES = (list, tuple)
-_CUSTOM_OP_LIBS = "config.aot_inductor.custom_op_libs"
-
-
-def _finished(raw: object, device_type: str, provider: str) -> CppDeviceOptions:
-    """Validated, with custom_op_libs, made fresh: what Inductor gets."""
-    custom_op_libs = _custom_op_libs()
-    key = _cache_key(raw, device_type, custom_op_libs)
-    if key is not None:
-        cached = _finished_options.get(key)
-        if cached is not None:
-            return cached
-        raw = key[2:9]  # the values just read: what is cached is what is validated
-    options = finish(raw, device_type=device_type, provider=provider, custom_op_libs=custom_op_libs)
-    if key is not None:
-        with _lock:
-            if len(_finished_options) >= _FINISHED_OPTIONS_LIMIT:
-                _finished_options.clear()
-            _finished_options[key] = options
-    return options
-
-
-def _cache_key(
-    raw: object, device_type: str, custom_op_libs: tuple[object, ...]
-) -> tuple[object, ...] | None:
-    """(CppBuilder, device, the 7 lists as tuples, custom_op_libs), for plain lists and
-    tuples only; a hit gives the options finished from values equal to these."""
-    if not isinstance(raw, _SEQUENCE_TYPES) or len(raw) != 7:
-        return None
-    for values in raw:
-        if type(values) not in _SEQUENCE_TYPES:
-            return None
-    # Checked against that CppBuilder (a reloaded cpp_builder may render otherwise).
-    builder = getattr(sys.modules.get(CPP_BUILDER), "CppBuilder", None)
-    key = (builder, device_type, *map(tuple, raw), custom_op_libs)
-    try:
-        hash(key)
-    except TypeError:  # unhashable values: the snapshot says what is wrong
-        return None
-    return key
-
-
-def finish(
-    raw: object, *, device_type: str, provider: str, custom_op_libs: Sequence[object] = ()
-) -> CppDeviceOptions:
-    """What Inductor gets from a provider's result: a plain snapshot, with
-    ``custom_op_libs`` appended, real paths and the SDK fingerprint, every value checked
-    first by the rules of ``_options``, then, final, as the running ``CppBuilder`` renders
-    it, the tools behind g++ receive it and the compiler takes it.
-
-    Raises ``InvalidCppDeviceOptionsError`` naming the device, the provider, the field,
-    the value and, for a value the provider did not write as such, where it came from.
-    """
-    provided = snapshot(raw, device_type=device_type, provider=provider)
-    libraries = list(provided.libraries)
-    for index, library in enumerate(custom_op_libs):
-        if not isinstance(library, str):
-            raise InvalidCppDeviceOptionsError(
-                f"C++ options for device {device_type!r}: {_CUSTOM_OP_LIBS}[{index}] is a "
-                f"{type(library).__name__} ({library!r}), not a str",
-                device_type=device_type,
-                provider=provider,
-                field="libraries",
-                value=library,
-            )
-        if library not in libraries:
-            libraries.append(str.__str__(library))
-    options = provided._replace(libraries=libraries)
-    _raise_first(value_problems(options), options, options, device_type, provider, custom_op_libs)
-    from ..options.rendering import final_problems  # learns from torch: only when there is news
-
-    final = fresh_options(options)
-    _raise_first(final_problems(final), options, final, device_type, provider, custom_op_libs)
-    return final
-
-
-def _raise_first(
-    problems: list[ValueProblem],
-    provided: CppDeviceOptions,
-    final: CppDeviceOptions,
-    device_type: str,
-    provider: str,
-    custom_op_libs: Sequence[object],
-) -> None:
-    if not problems:
-        return
-    problem = problems[0]
-    shown, value = where_from(problem, provided, final, custom_op_libs)
-    raise invalid_options_error(
-        problem, device_type=device_type, provider=provider, shown=shown, value=value
-    )
-
-
-def where_from(
-    problem: ValueProblem,
-    provided: CppDeviceOptions,
-    final: CppDeviceOptions,
-    custom_op_libs: Sequence[object] = (),
-) -> tuple[str, str]:
-    """How to show a final value in an error, and the value the provider wrote: a real
-    path is shown with the dir it resolves, a custom op library says so."""
-    value = problem.value
-    if problem.field in ("include_dirs", "libraries_dirs"):
-        original = getattr(provided, problem.field)[problem.position]
-        if original != getattr(final, problem.field)[problem.position]:
-            return f"{original!r} (real path {value!r})", original
-    if problem.field == "libraries" and value in custom_op_libs:
-        return f"{value!r} (from {_CUSTOM_OP_LIBS})", value
-    return repr(value), value
-
-
 def _call_provider(source: Source, device_type: str, aot_mode: bool, compile_only: bool) -> object:
     """Call a source of the package's own door: an error it raises says so (a note, and
     the attribute :func:`~inductor_device_options._errors.raised_by_provider` reads)."""
@@ -385,26 +253,3 @@ def _call_provider(source: Source, device_type: str, aot_mode: bool, compile_onl
         raise
 
 
-def _custom_op_libs() -> tuple[str, ...]:
-    # Stock torch appends these for every device; a replaced function used to drop them.
-    from torch._inductor import config
-
-    return tuple(getattr(config.aot_inductor, "custom_op_libs", None) or ())
-
-
-def interface_defining_cpp_options(device_type: str) -> type | None:
-    """The device's DeviceInterface if it defines ``get_cpp_device_options`` itself: not
-    the base class's (torch 2.15's answers None), which every interface inherits there."""
-    from torch._dynamo import device_interface
-
-    try:
-        interface = device_interface.get_interface_for_device(device_type)
-    except NotImplementedError:
-        return None
-    own = inspect.getattr_static(interface, "get_cpp_device_options", None)
-    if own is None:
-        return None
-    inherited = inspect.getattr_static(
-        device_interface.DeviceInterface, "get_cpp_device_options", None
-    )
-    return None if own is inherited else interface

@@ -10,6 +10,7 @@ directory: once for all of them, each alone only when that fails, the verdicts k
 own error is the refusal's reason. Definitions that are plainly valid — ``NAME`` or
 ``NAME=VALUE`` of ordinary characters — are never sent to it. What only ld can judge (an
 option behind ``-Wl,``, a library that does not exist) is not asked: ``-E`` does not link.
+Step 7 of the validation pipeline (``pipeline``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import threading
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from .. import _state
+from .model import FIELDS, CppDeviceOptions, ValueProblem
 from .tools import Argument
 
 _PLAIN_DEFINITION = re.compile(r" *([A-Za-z_][A-Za-z0-9_]*)(=[A-Za-z0-9_.+\-:%,=]*)?")
@@ -49,8 +52,13 @@ _SPECIAL_NAMES = frozenset(
 _FLAG_FIELDS = frozenset({"cflags", "ldflags", "passthrough_args"})
 
 _lock = threading.Lock()
-_verdicts: dict[tuple[str, tuple[str, ...]], str | None] = {}
-_VERDICTS_LIMIT = 1024
+# (compiler, words) -> the compiler's error, None if it takes them; _state.reset() clears it.
+_verdicts: _state.BoundedCache[tuple[str, tuple[str, ...]], str | None] = _state.cache(1024)
+
+
+def reset() -> None:
+    """Forget the compiler's verdicts (``_state.reset`` does it too)."""
+    _verdicts.clear()
 
 
 class CompilerQuestion(NamedTuple):
@@ -87,6 +95,48 @@ def questions(
     ]
 
 
+def compiler_value_problems(
+    arguments: Sequence[Argument], options: CppDeviceOptions
+) -> list[ValueProblem]:
+    """The values of ``options`` whose arguments (``arguments``: what g++ receives) the
+    compiler Inductor runs rejects, with its own error (step 7 of the validation pipeline)."""
+    values = {
+        (field, position): value
+        for field, field_values in zip(FIELDS, options, strict=True)
+        for position, value in enumerate(field_values)
+    }
+    asked = questions(arguments, values)
+    if not asked:
+        return []
+    compiler = _compiler()
+    problems = []
+    for question, error in compiler_problems(compiler, asked):
+        problem = f"reaches g++ as {list(question.words)!r}, which {compiler} rejects: {error}"
+        problems.append(
+            ValueProblem(
+                question.field, question.position, question.value, problem + _dash_hint(question)
+            )
+        )
+    return problems
+
+
+def _dash_hint(question: CompilerQuestion) -> str:
+    """Say so when the value holds the dash Inductor adds itself."""
+    value = question.value.lstrip(" ")
+    dash = "-D" if question.field == "definitions" else "-"
+    if not value.startswith(dash):
+        return ""
+    return f" (Inductor adds {dash!r} itself: write {value.removeprefix(dash)!r}?)"
+
+
+def _compiler() -> str:
+    """The compiler Inductor runs (``$CXX``, or what torch picks)."""
+    import torch._inductor.cpp_builder as cpp_builder  # imported already during a lookup
+
+    compiler: str = cpp_builder.get_cpp_compiler()
+    return compiler
+
+
 def compiler_problems(
     compiler: str, asked: Sequence[CompilerQuestion]
 ) -> list[tuple[CompilerQuestion, str]]:
@@ -111,9 +161,7 @@ def _verdict(compiler: str, words: tuple[str, ...]) -> str | None:
             return _verdicts[key]
     verdict = _ask(compiler, words)
     with _lock:
-        if len(_verdicts) >= _VERDICTS_LIMIT:
-            _verdicts.clear()
-        _verdicts[key] = verdict
+        _verdicts.put(key, verdict)
     return verdict
 
 

@@ -10,12 +10,12 @@ So the options a provider returns are made *fresh*:
 * one definition, ``INDUCTOR_DEVICE_OPTIONS_SDK_FINGERPRINT=<hex>``, hashes the size and
   modification time of every file under the device's own include dirs and of each
   library the options name — not torch's own tree, which torch's version already covers.
-  The walk is bounded and never raises (see ``_Walk``): a symlink loop or an unreadable
+  The walk is bounded and never raises (``_fs.BoundedWalk``): a symlink loop or an unreadable
   entry is part of the digest, and a symlinked dir that leads out of those include dirs
   is recorded by its target, not walked.
 
 The fingerprint is computed once per process and set of options: a change made while a
-process runs is seen by the next process.
+process runs is seen by the next process. Step 4 of the validation pipeline (``pipeline``).
 """
 
 from __future__ import annotations
@@ -24,13 +24,26 @@ import hashlib
 import os
 import threading
 
+from .. import _state
+from .._fs import BoundedWalk, WalkEntry, find_library, inside_torch, within
 from .model import CppDeviceOptions
 
 FINGERPRINT_DEFINITION = "INDUCTOR_DEVICE_OPTIONS_SDK_FINGERPRINT"
 
+#: diagnose imports it from here; its home is ``_fs.inside_torch``.
+_inside_torch = inside_torch
+
 _lock = threading.Lock()
-_fingerprints: dict[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], str | None] = {}
-_torch_dir: str | None = None
+# (include dirs, library dirs, libraries) -> the fingerprint: computed once per process
+# and set of options. _state.reset() clears it.
+_fingerprints: _state.BoundedCache[
+    tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], str | None
+] = _state.cache(256)
+
+
+def reset() -> None:
+    """Forget every fingerprint, as a new process starts (``_state.reset`` does it too)."""
+    _fingerprints.clear()
 
 
 def fresh_options(options: CppDeviceOptions) -> CppDeviceOptions:
@@ -61,23 +74,25 @@ def sdk_fingerprint(
         if key in _fingerprints:
             return _fingerprints[key]
     own_include_dirs = _outermost(
-        [path for path in include_dirs if os.path.isdir(path) and not _inside_torch(path)]
+        [path for path in include_dirs if os.path.isdir(path) and not inside_torch(path)]
     )
     library_files = [
-        path for path in _library_files(libraries_dirs, libraries) if not _inside_torch(path)
+        path for path in _library_files(libraries_dirs, libraries) if not inside_torch(path)
     ]
     fingerprint = None
     if own_include_dirs or library_files:
         digest = hashlib.blake2b(digest_size=8)
-        walk = _Walk(own_include_dirs)
+        walk = BoundedWalk(
+            own_include_dirs, limit=MAX_ENTRIES, follow=lambda real: within(real, own_include_dirs)
+        )
         for path in own_include_dirs:
             digest.update(f"dir {path}\n".encode("utf-8", "surrogateescape"))
-            walk.hash_tree(path, digest)
+            _hash_tree(walk, path, digest)
         for path in library_files:
             _hash_file(path, digest)
         fingerprint = digest.hexdigest()
     with _lock:
-        _fingerprints[key] = fingerprint
+        _fingerprints.put(key, fingerprint)
     return fingerprint
 
 
@@ -92,29 +107,10 @@ def _outermost(directories: list[str]) -> list[str]:
     return outer
 
 
-def _inside_torch(path: str) -> bool:
-    global _torch_dir
-    if _torch_dir is None:
-        import torch
-
-        _torch_dir = os.path.realpath(os.path.dirname(torch.__file__))
-    return path == _torch_dir or path.startswith(_torch_dir + os.sep)
-
-
 def _library_files(libraries_dirs: list[str], libraries: list[str]) -> list[str]:
-    """The file each -l<name> resolves to in the given dirs (first match, as ld does)."""
-    found = []
-    for library in libraries:
-        names = (
-            [library[1:]] if library.startswith(":") else [f"lib{library}.so", f"lib{library}.a"]
-        )
-        for directory in libraries_dirs:
-            candidates = [os.path.join(directory, name) for name in names]
-            match = next((path for path in candidates if os.path.isfile(path)), None)
-            if match is not None:
-                found.append(os.path.realpath(match))
-                break
-    return found
+    """The real path of the file each -l<name> resolves to in the given dirs (as ld)."""
+    found = (find_library(library, libraries_dirs) for library in libraries)
+    return [os.path.realpath(path) for path in found if path is not None]
 
 
 #: Entries one fingerprint looks at, at most: an include dir that holds a whole system
@@ -122,70 +118,27 @@ def _library_files(libraries_dirs: list[str], libraries: list[str]) -> list[str]
 MAX_ENTRIES = 100_000
 
 
-class _Walk:
-    """The file-system walk behind one fingerprint. It never raises and never runs away:
-    an entry that cannot be read (a symlink loop, a target in a dir that cannot be searched)
-    is recorded as such; a symlinked dir is walked only when it leads into one of the SDK
-    dirs being fingerprinted, else its target is recorded (re-pointing it still changes
-    the digest); and it stops, saying so, after ``MAX_ENTRIES`` entries."""
+def _hash_tree(walk: BoundedWalk, root: str, digest: hashlib.blake2b) -> None:
+    """One line per entry under ``root``, labels relative to it, in one update: one stat
+    per file, ~5 µs a file in all. The walk is bounded and never raises (``_fs``): a
+    symlinked dir is walked only when it leads into one of the SDK dirs fingerprinted,
+    else its target is recorded (re-pointing it still changes the digest)."""
+    lines = [_line(entry) for entry in walk.walk(root)]
+    lines.sort()  # scandir order is the file system's: sort for a stable digest
+    digest.update("".join(lines).encode("utf-8", "surrogateescape"))
 
-    def __init__(self, sdk_dirs: list[str]):
-        self._sdk_dirs = sdk_dirs
-        self._visited = set(sdk_dirs)
-        self._entries = 0
 
-    def hash_tree(self, root: str, digest: hashlib.blake2b) -> None:
-        # One stat per file, labels relative to root, one update: ~5 µs a file in all.
-        prefix = len(root) + 1
-        lines: list[str] = []
-        stack = [(root, root)]  # (path as walked, real path)
-        while stack:
-            directory, real_directory = stack.pop()
-            try:
-                with os.scandir(directory) as listing:
-                    entries = list(listing)
-            except OSError as error:
-                lines.append(f"unreadable {directory[prefix:]} {error.errno}\n")
-                continue
-            for entry in entries:
-                self._entries += 1
-                if self._entries > MAX_ENTRIES:
-                    lines.append(f"stopped after {MAX_ENTRIES} entries\n")
-                    stack.clear()
-                    break
-                line, real = self._entry(entry, prefix, real_directory)
-                lines.append(line)
-                if real is not None:
-                    stack.append((entry.path, real))
-        lines.sort()  # scandir order is the file system's: sort for a stable digest
-        digest.update("".join(lines).encode("utf-8", "surrogateescape"))
-
-    def _entry(
-        self, entry: os.DirEntry[str], prefix: int, real_directory: str
-    ) -> tuple[str, str | None]:
-        """The digest line for ``entry`` and, if it is a dir to walk into, its real path."""
-        label = entry.path[prefix:]
-        try:
-            if entry.is_symlink():
-                real = os.path.realpath(entry.path)
-                if os.path.isdir(real):
-                    if self._inside_sdk(real) and real not in self._visited:
-                        self._visited.add(real)
-                        return f"dir {label}\n", real
-                    return f"link {label} -> {real}\n", None
-            elif entry.is_dir(follow_symlinks=False):
-                real = os.path.join(real_directory, entry.name)
-                if real in self._visited:  # also reached through a link
-                    return f"link {label} -> {real}\n", None
-                self._visited.add(real)
-                return f"dir {label}\n", real
-            status = entry.stat()
-        except OSError as error:  # ELOOP, EACCES, a file gone meanwhile
-            return f"unreadable {label} {error.errno}\n", None
-        return f"{label}\0{status.st_size}\0{status.st_mtime_ns}\n", None
-
-    def _inside_sdk(self, path: str) -> bool:
-        return any(path == root or path.startswith(root + os.sep) for root in self._sdk_dirs)
+def _line(entry: WalkEntry) -> str:
+    if entry.kind == "file":
+        assert entry.status is not None
+        return f"{entry.label}\0{entry.status.st_size}\0{entry.status.st_mtime_ns}\n"
+    if entry.kind == "dir":
+        return f"dir {entry.label}\n"
+    if entry.kind == "link":
+        return f"link {entry.label} -> {entry.real}\n"
+    if entry.kind == "unreadable":
+        return f"unreadable {entry.label} {entry.errno}\n"
+    return f"stopped after {MAX_ENTRIES} entries\n"
 
 
 def _hash_file(path: str, digest: hashlib.blake2b) -> None:

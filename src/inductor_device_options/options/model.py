@@ -1,31 +1,13 @@
-"""CppDeviceOptions and the rules each value must meet whatever torch does. Pure: no torch.
+"""The data: ``CppDeviceOptions``, its fields, and the problem a value can have. Pure.
 
-``torch._inductor.cpp_builder.CppBuilder`` renders each list into one command line and
-then ``shlex.split``s it into g++'s arguments. What must hold whatever the running torch
-does is checked here; what depends on how that torch renders a field (whether it quotes
-include dirs, say) is learned from it by ``_rendering``, what ld and the other tools behind
-g++ receive is ``_tools``' business, and whether g++ takes a definition or a dashed flag at
-all is asked of the compiler by ``_compiler``. The rules here:
-
-* a value is a ``str`` (a subclass is copied to a plain ``str``: it is the characters that
-  are validated and rendered, not its own formatting), and each list is read once;
-* no value holds a newline, a carriage return or a NUL, and none but a passthrough
-  argument is empty;
-* a library does not start with the ``-l`` Inductor adds itself, and is a name, not a file
-  name (``ascendcl``, or ``:libascendcl.so`` for one file): ld would look for another file;
-* include and library dirs are absolute: Inductor runs g++ in a directory of its own, and
-  this process's current directory must not decide what it finds;
-* a passthrough argument splits into words, none of which starts with ``@``.
+The seven lists are those torch's ``get_cpp_torch_device_options`` returns; what each value
+must meet, and in which order it is checked, is the validation pipeline's
+(``options.pipeline``, the rules in ``options.rules``).
 """
 
 from __future__ import annotations
 
-import re
-import shlex
-from collections.abc import Sequence
 from typing import NamedTuple
-
-from .._errors import InvalidCppDeviceOptionsError
 
 
 class CppDeviceOptions(NamedTuple):
@@ -78,11 +60,6 @@ FIELDS: tuple[str, ...] = CppDeviceOptions._fields
 #: Fields whose values stand for several compiler arguments; every other value is one.
 MULTI_WORD_FIELDS = frozenset({"passthrough_args"})
 
-# Characters that end a line or a C string: invalid in every field.
-_LINE_BREAKING = re.compile(r"[\n\r\x00]")
-_SHARED_LIBRARY_FILE = re.compile(r"^lib(?P<name>.+?)\.(so|a|dylib)(\.\d+)*$")
-_DIRECTORY_FIELDS = ("include_dirs", "libraries_dirs")
-
 
 class ValueProblem(NamedTuple):
     """Why ``value``, at ``field[position]``, cannot reach the compiler as meant."""
@@ -93,144 +70,9 @@ class ValueProblem(NamedTuple):
     problem: str
 
 
-def snapshot(result: object, *, device_type: str, provider: str) -> CppDeviceOptions:
-    """What a provider returned, as ``CppDeviceOptions`` of plain lists of plain ``str``.
-
-    Each sequence is read exactly once, and each value copied to a plain ``str``: what is
-    validated afterwards is what Inductor gets, however the provider's objects behave.
-    Raises ``InvalidCppDeviceOptionsError`` when the result is not 7 sequences of str.
-    """
-
-    def malformed(detail: str, field: str | None = None, value: object = result) -> Exception:
-        return InvalidCppDeviceOptionsError(
-            f"C++ options for device {device_type!r} from {provider}: {detail}; expected "
-            f"CppDeviceOptions or a 7-tuple of lists of str ({', '.join(FIELDS)})",
-            device_type=device_type,
-            provider=provider,
-            field=field,
-            value=value,
-        )
-
-    outer = tuple(result) if isinstance(result, (tuple, list)) else None
-    if outer is None or len(outer) != len(FIELDS):
-        shape = f"{type(result).__name__}"
-        if outer is not None:
-            shape += f" of length {len(outer)}"
-        raise malformed(f"got {shape}")
-    lists: list[list[str]] = []
-    for field, values in zip(FIELDS, outer, strict=True):
-        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-            raise malformed(
-                f"{field} is a {type(values).__name__}, not a list", field=field, value=values
-            )
-        plain: list[str] = []
-        for index, value in enumerate(list(values)):
-            if not isinstance(value, str):
-                raise malformed(
-                    f"{field}[{index}] is a {type(value).__name__} ({value!r}), not a str",
-                    field=field,
-                    value=value,
-                )
-            plain.append(value if type(value) is str else str.__str__(value))
-        lists.append(plain)
-    return CppDeviceOptions(*lists)
-
-
-def validate_cpp_device_options(
-    result: object, *, device_type: str, provider: str
-) -> CppDeviceOptions:
-    """Check what a provider returned and give it back as ``CppDeviceOptions``.
-
-    The rules of this module only: how the running torch renders each field is checked
-    by ``_rendering`` on the final options. Raises ``InvalidCppDeviceOptionsError``
-    naming the device, the provider, the field and the value at fault.
-    """
-    options = snapshot(result, device_type=device_type, provider=provider)
-    for problem in value_problems(options):
-        raise invalid_options_error(problem, device_type=device_type, provider=provider)
-    return options
-
-
-def invalid_options_error(
-    problem: ValueProblem,
-    *,
-    device_type: str,
-    provider: str,
-    shown: str | None = None,
-    value: object = None,
-) -> InvalidCppDeviceOptionsError:
-    """The error for ``problem``; ``shown`` replaces ``repr(value)`` in the message (to say
-    where a value came from) and ``value`` the value the error carries."""
-    return InvalidCppDeviceOptionsError(
-        f"C++ options for device {device_type!r} from {provider}: "
-        f"{problem.field}[{problem.position}] = {shown or repr(problem.value)} {problem.problem}",
-        device_type=device_type,
-        provider=provider,
-        field=problem.field,
-        value=problem.value if value is None else value,
-    )
-
-
-def value_problems(options: CppDeviceOptions) -> list[ValueProblem]:
-    """Every value of ``options`` that breaks a rule of this module."""
-    return [
-        ValueProblem(field, index, value, problem)
-        for field, values in zip(FIELDS, options, strict=True)
-        for index, value in enumerate(values)
-        if (problem := value_problem(field, value)) is not None
-    ]
-
-
-def value_problem(field: str, value: str) -> str | None:
-    """Why ``value`` cannot stand in ``field`` whatever torch's rendering, or None."""
-    if _LINE_BREAKING.search(value):
-        return "contains a newline or NUL character, which would cut the compiler command line"
-    if field in MULTI_WORD_FIELDS:
-        return _passthrough_problem(value)
-    if value.strip() == "":
-        return "is empty"
-    if field in _DIRECTORY_FIELDS and not value.startswith("/"):
-        return (
-            "is relative: Inductor runs the compiler in a directory of its own, and this "
-            "process's current directory is no part of the options; make it absolute"
-        )
-    if field == "libraries" and value.startswith("-"):
-        return (
-            "starts with '-'; Inductor adds '-l' itself, so ld would look for "
-            f"lib{value}.so: write {value.removeprefix('-l' if value.startswith('-l') else '-')!r}"
-        )
-    if field == "libraries":
-        file_name = _SHARED_LIBRARY_FILE.match(value)
-        if file_name:
-            return (
-                f"is a file name; Inductor passes libraries as -l<name>, so write "
-                f"{file_name['name']!r} (or ':{value}' for this exact file)"
-            )
-    return None
-
-
-def _passthrough_problem(value: str) -> str | None:
-    try:
-        words = shlex.split(value)
-    except ValueError as error:
-        return f"cannot be split into compiler arguments ({error})"
-    for word in words:
-        if word.startswith("@"):
-            return (
-                f"holds the argument {word!r}, which g++ reads as a response file "
-                "(more arguments from that file)"
-            )
-    return None
-
-
 __all__ = [
     "FIELDS",
     "MULTI_WORD_FIELDS",
     "CppDeviceOptions",
     "ValueProblem",
-    "invalid_options_error",
-    "snapshot",
-    "validate_cpp_device_options",
-    "value_problem",
-    "value_problems",
 ]

@@ -14,8 +14,7 @@ whatever follows the comma. The rules, on the words g++ receives:
   path, a symlink's target, the current directory) or inside the value of an environment
   variable: those commas were not written by the provider, and split what it meant as one.
 
-:func:`runpath` gives a library dir to the loader as one runpath entry, or says why it
-cannot. Pure: no torch import.
+Step 6 of the validation pipeline (``pipeline``). Pure: no torch import.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from .._errors import RunpathError
+from .model import CppDeviceOptions, ValueProblem
 
 #: Words whose comma-separated pieces g++ hands to another tool.
 SPLIT_PREFIXES: Mapping[str, str] = {"-Wl,": "ld", "-Wa,": "as", "-Wp,": "the preprocessor"}
@@ -76,6 +75,22 @@ def tool_problems(
                 if problem is not None:
                     problems.append(ToolProblem(argument, problem))
     return problems
+
+
+def tool_value_problems(
+    arguments: Sequence[Argument], options: CppDeviceOptions
+) -> list[ValueProblem]:
+    """:func:`tool_problems` as problems of the values of ``options`` the arguments come
+    from (step 6 of the validation pipeline)."""
+    return [
+        ValueProblem(
+            found.argument.field,
+            found.argument.position,
+            getattr(options, found.argument.field)[found.argument.position],
+            f"reaches g++ as {found.argument.text!r}, which {found.problem}",
+        )
+        for found in tool_problems(arguments)
+    ]
 
 
 def _takes_an_argument_not_given(argument: Argument) -> str:
@@ -149,65 +164,3 @@ def _comma_values(environ: Mapping[str, str]) -> Iterable[tuple[str, str]]:
     for name, value in environ.items():
         if "," in value and "/" in value:
             yield name, value
-
-
-def runpath(directory: str | os.PathLike[str]) -> str:
-    """An ``ldflags`` value that puts ``directory``'s real path in the RUNPATH of every
-    module Inductor links, so that the loader finds the device's libraries there without
-    ``LD_LIBRARY_PATH``.
-
-    RUNPATH is the list of directories, stored in a shared library, where the dynamic
-    loader looks for the libraries it needs. The value is ``Wl,-rpath,<real path>``:
-    an ldflag, because Inductor passes ldflags to link commands only (a linker option in
-    ``passthrough_args`` also reaches the command that precompiles headers, which then
-    tries to link). The path is resolved first: a ``latest`` symlink re-pointed later does
-    not change what a built module loads.
-
-    Args:
-        directory: an absolute path to the directory of the device's runtime libraries.
-
-    Returns:
-        ``"Wl,-rpath,<real path>"``.
-
-    Raises:
-        RunpathError: the real path cannot reach the loader as one runpath entry: it is
-            relative, or holds a ``,`` (g++ splits ``-Wl,`` at commas), a ``:`` (which
-            separates runpath entries), a ``$`` (which the loader expands, as in
-            ``$ORIGIN``), whitespace, a quote or a backslash (Inductor does not quote
-            ldflags), a newline or a NUL.
-
-    Example:
-        >>> import inductor_device_options as ido
-        >>> ido.runpath("/opt/acme/lib")
-        'Wl,-rpath,/opt/acme/lib'
-        >>> ido.runpath("/opt/acme,1.0/lib")
-        Traceback (most recent call last):
-        ...
-        inductor_device_options.RunpathError: runpath '/opt/acme,1.0/lib' holds ',': g++
-        splits -Wl, at every comma, so ld would get the path in pieces
-
-        In a provider: ``options.ldflags.append(ido.runpath(lib_dir))``, beside
-        ``options.libraries_dirs.append(lib_dir)`` and its libraries.
-    """
-    path = os.fspath(directory)
-    if not os.path.isabs(path):
-        raise RunpathError(
-            f"runpath {path!r} is relative: the loader would look for it from the "
-            "directory the program runs in; give an absolute path"
-        )
-    real = os.path.realpath(path)
-    for characters, why in _RUNPATH_BREAKERS:
-        found = next((character for character in real if character in characters), None)
-        if found is not None:
-            shown = repr(real) if real == path else f"{path!r} (real path {real!r})"
-            raise RunpathError(f"runpath {shown} holds {found!r}: {why}")
-    return f"Wl,-rpath,{real}"
-
-
-_RUNPATH_BREAKERS = (
-    (",", "g++ splits -Wl, at every comma, so ld would get the path in pieces"),
-    (":", "the loader splits a runpath at ':', into two directories"),
-    ("$", "the loader expands '$' tokens in a runpath ($ORIGIN, $LIB, $PLATFORM)"),
-    (" \t\v\f'\"\\", "Inductor does not quote ldflags: g++ would not get the path as one argument"),
-    ("\n\r\x00", "it would cut the compiler command line"),
-)

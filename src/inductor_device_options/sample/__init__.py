@@ -37,12 +37,7 @@ from .sdk import (
     sdk_options_for,
 )
 
-#: Set to the sample's cache dir to set the sample device up in every process that imports
-#: torch (torch's backend autoload runs :func:`autoload`): Inductor's compile subprocesses too.
-AUTOLOAD_ENV = "INDUCTOR_DEVICE_OPTIONS_SAMPLE_DIR"
-
 __all__ = [
-    "AUTOLOAD_ENV",
     "DEVICE_MACRO",
     "DEVICE_NAME",
     "RUNTIME_LIBRARY",
@@ -106,15 +101,17 @@ def setup(
         return _device
 
 
-def autoload() -> None:
-    """torch's backend autoload entry point (group ``torch.backends``), run by ``import torch``.
-
-    Does nothing unless ``$INDUCTOR_DEVICE_OPTIONS_SAMPLE_DIR`` names the sample's cache dir:
-    installing this package must not turn every torch process into a sampledev process.
+def autoload(cache_dir: str) -> None:
+    """Set the sample device up in a process that imports torch: torch's backend autoload
+    calls this (through ``inductor_device_options._autoload.sample``) where
+    ``$INDUCTOR_DEVICE_OPTIONS_SAMPLE_DIR`` names the sample's cache dir, ``cache_dir``,
+    which the demo sets for its compile subprocesses and torchrun's ranks.
     """
-    cache_dir = os.environ.get(AUTOLOAD_ENV)
     if cache_dir:
         setup(cache_dir)
+        # Imported here, never at module level: the demo's harness stays out of what a
+        # process imports. A child whose parent records compiler commands (the demo, the
+        # e2e tests) logs its own to the parent; without that parent this does nothing.
         from ..demo.compiler_commands import log_commands_for_parent
 
         log_commands_for_parent()

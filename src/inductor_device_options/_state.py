@@ -1,0 +1,97 @@
+"""The package's state in a process, in one place, with one reset.
+
+Everything the package remembers between lookups lives here: who registered what, what
+was loaded and guaranteed, where the hook is installed, and the caches. Every cache is a
+:class:`BoundedCache` made by :func:`cache`, so none grows without bound and
+:func:`reset` clears them all. Nothing here imports torch or another module of the
+package: every room may import it.
+
+:func:`reset` gives a process the package's state at import, registrations, declarations
+read and warnings given included; the installed hook stays (it is torch's module that
+holds it). ``inductor_device_options.testing.reset`` is its public name, for tests.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class BoundedCache(dict[K, V], Generic[K, V]):
+    """A dict that keeps at most ``limit`` entries: the oldest goes first. ``group`` names
+    the room it serves, for :func:`clear_group`."""
+
+    def __init__(self, limit: int, group: str = ""):
+        super().__init__()
+        self.limit = limit
+        self.group = group
+
+    def put(self, key: K, value: V) -> V:
+        if key not in self and len(self) >= self.limit:
+            self.pop(next(iter(self)), None)  # the oldest (dicts keep insertion order)
+        self[key] = value
+        return value
+
+
+_caches: list[BoundedCache[Any, Any]] = []
+
+
+def cache(limit: int, group: str = "") -> BoundedCache[Any, Any]:
+    """A new cache that :func:`reset` clears (and :func:`clear_group`, given its group)."""
+    made: BoundedCache[Any, Any] = BoundedCache(limit, group)
+    _caches.append(made)
+    return made
+
+
+def clear_group(group: str) -> None:
+    """Clear the caches of one group alone (``ascend.clear_cache``)."""
+    with lock:
+        for made in _caches:
+            if made.group == group:
+                made.clear()
+
+
+#: The lock of every registration and of the hook's installation (re-entrant: a provider
+#: module that registers while it is imported by a lookup).
+lock = threading.RLock()
+
+# --- lookup/: who serves a device ---------------------------------------------------------
+#: Device type -> lookup.registry.Provider registered through the package's door.
+registered: dict[str, Any] = {}
+#: Device type -> lookup.registry.Provider loaded from a declared entry point.
+loaded: dict[str, Any] = {}
+#: Device types served through torch's doors that get the package's guarantees.
+guaranteed: set[str] = set()
+#: The entry points declared, read once per process (lookup.entry_points.Declarations).
+declarations: list[Any] = []
+#: Called with the device type after each registration (the hook forwards registrations
+#: to torch's own registry where torch has one): infrastructure, kept by reset.
+registration_listeners: list[Callable[[str], None]] = []
+
+# --- hook/: the installation in torch._inductor.cpp_builder --------------------------------
+#: [hook.install.Installation] once installed (a list: replaced whole, read without a lock).
+installation: list[Any] = []
+#: [the import watcher on sys.meta_path] once armed.
+watcher: list[Any] = []
+
+# --- hook/asked: what builds asked and which warnings were given ---------------------------
+#: (device type served, device type asked) -> the codegen that asked, seen this process.
+not_asked_seen: BoundedCache[tuple[str, str], str] = cache(256)
+#: (device type served, device type asked) warned about already.
+not_asked_warned: BoundedCache[tuple[str, str], bool] = cache(256)
+
+
+def reset() -> None:
+    """Forget registrations, loaded and declared providers, guarantees, warnings given and
+    every cache: the state of a process that just imported the package."""
+    with lock:
+        registered.clear()
+        loaded.clear()
+        guaranteed.clear()
+        declarations.clear()
+        for made in _caches:
+            made.clear()

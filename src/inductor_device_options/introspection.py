@@ -1,0 +1,244 @@
+"""Where options come from and where the hook stands, for people and tools: read without
+calling any provider and without importing ``torch._inductor``.
+
+``list`` and ``show`` print these; a backend's tests may assert them::
+
+    from inductor_device_options.introspection import device_options_source
+    assert device_options_source("npu").kind == "registration"
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Literal, NamedTuple
+
+from ._torch_names import CPP_BUILDER, FUNCTION, REGISTER
+from .hook.chain import AdoptedFunction
+from .hook.serve import (
+    current_installation,
+    interface_answering,
+    native_dispatcher,
+    source_of,
+    torch_registry,
+)
+from .lookup import registry as _registry
+from .lookup.device_types import RESERVED_DEVICE_TYPES, normalize_device_type
+from .lookup.entry_points import declared_entry_points
+from .lookup.interfaces import interface_description
+
+__all__ = [
+    "DeviceOptionsSource",
+    "HookState",
+    "device_options_source",
+    "hook_state",
+    "known_device_options_sources",
+    "registered_device_types",
+]
+
+
+def registered_device_types() -> list[str]:
+    """Every device type registered, through this package or through
+    ``torch._inductor.cpp_builder.register_cpp_device_options``, sorted. Imports nothing.
+
+    Returns:
+        The device types, such as ``["npu", "sampledev"]``.
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> import torch._inductor.cpp_builder as cpp_builder
+        >>> def acme_options(device_type, aot_mode, compile_only):
+        ...     return ido.default_cpp_device_options(device_type, aot_mode, compile_only)
+        >>> ido.register_cpp_device_options("acme", acme_options)
+        >>> cpp_builder.register_cpp_device_options("other", acme_options)
+        >>> registered = ido.introspection.registered_device_types()
+        >>> [name for name in registered if name in ("acme", "other")]
+        ['acme', 'other']
+    """
+    names = set(_registry.registered_device_types())
+    module = sys.modules.get(CPP_BUILDER)
+    registry = torch_registry(module) if module is not None else None
+    if registry is not None:
+        names.update(
+            name
+            for name, callback in registry.items()
+            if isinstance(name, str) and callback is not native_dispatcher
+        )
+    return sorted(names)
+
+
+class HookState(NamedTuple):
+    """Where this package stands in ``torch._inductor.cpp_builder``.
+
+    ``mode``: ``"hook"`` (the package's function is installed), ``"native"`` (torch has
+    ``register_cpp_device_options``; providers are registered through it) or ``"waiting"``
+    (installs when ``torch._inductor.cpp_builder`` is first imported).
+    ``function_below``: the function that was there when the hook was installed.
+    ``adopted``: functions assigned to the attribute since, in order, each with how it
+    was seen to behave (a replacement, or wrapping the hook).
+    ``replaced_by``: set only when the module's ``__dict__`` was written past the chain;
+    registrations then do not reach Inductor.
+    ``device_interface_backport``: whether the hook asks ``DeviceInterface`` as torch 2.15
+    does, on a torch that does not (None while waiting).
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> import torch._inductor.cpp_builder
+        >>> state = ido.introspection.hook_state()
+        >>> state.mode, state.registrations_apply, state.adopted
+        ('hook', True, ())
+    """
+
+    torch_version: str
+    mode: Literal["waiting", "hook", "native"]
+    function_below: str | None
+    replaced_by: str | None
+    device_interface_backport: bool | None
+    adopted: tuple[AdoptedFunction, ...] = ()
+
+    @property
+    def registrations_apply(self) -> bool:
+        return self.replaced_by is None
+
+    def describe(self) -> str:
+        if self.mode == "waiting":
+            line = "waiting: installs when torch._inductor.cpp_builder is first imported"
+        elif self.mode == "native":
+            line = f"native: torch has {REGISTER}; providers are registered through it"
+        else:
+            line = f"hook installed, chaining to {self.function_below}"
+        if self.adopted:
+            line += "; adopted after it: " + ", ".join(
+                f"{function.description} ({function.behaviour})" for function in self.adopted
+            )
+        if self.replaced_by is not None:
+            line += (
+                f"; REPLACED past the hook by {self.replaced_by} (written to the module's "
+                "__dict__ directly): registrations do not reach Inductor until "
+                "inductor_device_options.arm() installs the hook again"
+            )
+        return line
+
+
+class DeviceOptionsSource(NamedTuple):
+    """Where a device's options come from, found without calling any provider.
+
+    ``kind``: ``"registration"`` (this package's), ``"cpp_builder registration"``
+    (``torch._inductor.cpp_builder.register_cpp_device_options``), ``"entry point"``,
+    ``"device interface"`` (``DeviceInterface.get_cpp_device_options``) or ``"torch"`` (the
+    function below the package: stock torch or a replacement). ``guaranteed``: the options
+    get this package's guarantees (validation, custom_op_libs, real paths, fingerprint).
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> source = ido.introspection.device_options_source("npu")  # the Ascend provider, bundled
+        >>> source.kind, source.guaranteed
+        ('entry point', True)
+    """
+
+    device_type: str
+    kind: Literal[
+        "registration", "cpp_builder registration", "entry point", "device interface", "torch"
+    ]
+    description: str
+    guaranteed: bool = False
+
+
+def device_options_source(device_type: str) -> DeviceOptionsSource:
+    """Which source serves ``device_type``, in lookup order, without calling or importing
+    any provider.
+
+    Args:
+        device_type: ``"npu"`` or ``"npu:0"``.
+
+    Returns:
+        A :class:`DeviceOptionsSource`.
+
+    Raises:
+        InvalidDeviceTypeError: ``device_type`` is not a device name.
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> ido.introspection.device_options_source("cpu")
+        DeviceOptionsSource(device_type='cpu', kind='torch',
+            description='torch._inductor.cpp_builder.get_cpp_torch_device_options',
+            guaranteed=False)
+    """
+    name = normalize_device_type(device_type)
+    source = source_of(name)
+    if source is not None:
+        description = source.description
+        if source.fallback:
+            description += "; bundled: it gives way to the backend's own answer"
+        return DeviceOptionsSource(name, source.kind, description, source.guaranteed)
+    interface = interface_answering(name)
+    if interface is not None:
+        return DeviceOptionsSource(name, "device interface", interface_description(interface))
+    installation = current_installation()
+    if installation is None:
+        return DeviceOptionsSource(name, "torch", "stock torch")
+    descriptions = [
+        *(function.description for function in reversed(installation.chain.adopted())),
+        _registry.describe_callable(installation.function_below),
+    ]
+    return DeviceOptionsSource(name, "torch", " over ".join(descriptions))
+
+
+def known_device_options_sources() -> list[DeviceOptionsSource]:
+    """Every device this process knows a source for: torch's own, registered (through
+    either door), declared, and devices whose DeviceInterface's ``get_cpp_device_options``
+    is asked (by torch 2.15, or by the backport), sorted by device type.
+
+    Returns:
+        A list of :class:`DeviceOptionsSource`.
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> sources = ido.introspection.known_device_options_sources()
+        >>> kinds = {source.device_type: source.kind for source in sources}
+        >>> kinds["cpu"], kinds["npu"]
+        ('torch', 'entry point')
+    """
+    from torch._dynamo.device_interface import get_registered_device_interfaces
+
+    names = set(RESERVED_DEVICE_TYPES)
+    names.update(registered_device_types())
+    names.update(declared_entry_points())
+    names.update(
+        name
+        for name, _ in get_registered_device_interfaces()
+        if interface_answering(name) is not None
+    )
+    return [device_options_source(name) for name in sorted(names)]
+
+
+def hook_state() -> HookState:
+    """Where this package stands in ``torch._inductor.cpp_builder``, without importing
+    ``torch._inductor``.
+
+    Returns:
+        A :class:`HookState`; ``describe()`` gives it as one line.
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> import torch._inductor.cpp_builder  # installs the hook
+        >>> ido.introspection.hook_state().describe()
+        'hook installed, chaining to torch._inductor.cpp_builder.get_cpp_torch_device_options'
+    """
+    import torch
+
+    installation = current_installation()
+    if installation is None:
+        return HookState(torch.__version__, "waiting", None, None, None)
+    current = installation.module.__dict__.get(FUNCTION)
+    chain = installation.chain
+    replaced_by = None
+    if not chain.owns(current):
+        replaced_by = _registry.describe_callable(current)
+    return HookState(
+        torch_version=torch.__version__,
+        mode=installation.mode,
+        function_below=_registry.describe_callable(installation.function_below),
+        replaced_by=replaced_by,
+        device_interface_backport=installation.backport,
+        adopted=chain.adopted(),
+    )

@@ -1,0 +1,129 @@
+"""The house keeps its shape: sizes, what every process loads, the public face, the rooms'
+directions, and state in one place (the figures: ``python benchmarks/house.py``)."""
+
+from __future__ import annotations
+import __future__
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import house  # noqa: E402
+
+PACKAGE = house.PACKAGE
+#: Rooms a lookup never needs: none of them may load in a process that only imports torch
+#: and looks up a device.
+NOT_RUNTIME = ("sample", "demo", "diagnose", "cli", "ascend", "introspection", "testing")
+
+
+def test_no_module_over_400_lines_and_no_function_over_60() -> None:
+    assert house.oversized() == []
+
+
+@pytest.mark.parametrize("lookup", sorted(house.LOOKUPS))
+def test_import_torch_and_a_lookup_load_a_small_runtime(lookup: str) -> None:
+    modules = house.loaded_modules(lookup)
+    rooms = {name.split(".")[1] for name in modules if name.count(".") >= 1}
+    assert not rooms & set(NOT_RUNTIME), sorted(rooms & set(NOT_RUNTIME))
+    if lookup in house.LIMITED_LOOKUPS:
+        assert sum(modules.values()) <= house.RUNTIME_LINES_LIMIT, modules
+
+
+def test_the_public_face_is_small_and_every_name_is_listed() -> None:
+    import inductor_device_options as ido
+
+    names = house.public_names()
+    assert len(names) <= house.PUBLIC_NAMES_LIMIT
+    # Every public attribute is in __all__: no name leaks in by being imported.
+    leaked = {
+        name
+        for name, value in vars(ido).items()
+        if not name.startswith("_")
+        and not isinstance(value, (type(ido), type(__future__.annotations)))
+    } - set(names)
+    assert leaked == set()
+    functions = [name for name in names if name.islower() and name not in ("arm", "runpath")]
+    assert all(name.endswith("_cpp_device_options") for name in functions), functions
+
+
+def _module_level_state(path: Path) -> list[str]:
+    """Module-level names bound to an empty mutable container: state kept outside _state."""
+    found = []
+    for node in ast.parse(path.read_text()).body:
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        empty_literal = isinstance(value, (ast.Dict, ast.List, ast.Set)) and not (
+            getattr(value, "keys", None) or getattr(value, "elts", None)
+        )
+        empty_call = (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id in ("dict", "list", "set")
+            and not value.args
+        )
+        if empty_literal or empty_call:
+            found += [f"{path.name}:{node.lineno}" for target in targets]
+    return found
+
+
+def test_state_lives_in_one_place() -> None:
+    outside = [
+        where
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.name != "_state.py"
+        for where in _module_level_state(path)
+    ]
+    assert outside == []
+
+
+def test_the_one_reset_forgets_registrations_guarantees_and_caches() -> None:
+    import inductor_device_options as ido
+    from inductor_device_options import _state, testing
+
+    ido.register_cpp_device_options("housedev", lambda d, a, c: (["H"], [], [], [], [], [], []))
+    ido.guarantee_cpp_device_options("houseguarded")
+    assert ido.get_cpp_device_options("housedev").definitions[0] == "H"
+    testing.reset()
+    assert "housedev" not in _state.registered
+    assert "houseguarded" not in _state.guaranteed
+    assert all(len(cache) == 0 for cache in _state._caches)
+    assert ido.get_cpp_device_options("housedev").definitions[:1] != ["H"]
+
+
+def test_every_cache_is_bounded() -> None:
+    from inductor_device_options import _state
+
+    cache = _state.cache(3)
+    for key in range(10):
+        cache.put(key, key)
+    assert list(cache) == [7, 8, 9]
+    assert all(made.limit > 0 for made in _state._caches)
+
+
+def test_diagnose_computes_and_never_prints() -> None:
+    printing = []
+    for path in sorted((PACKAGE / "diagnose").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            prints = (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "print"
+            )
+            writes = (
+                isinstance(node, ast.Attribute)
+                and node.attr in ("stdout", "stderr")
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "sys"
+            )
+            if prints or writes:
+                printing.append(f"{path.name}:{node.lineno}")
+    assert printing == []
