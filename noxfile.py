@@ -118,7 +118,7 @@ print(json.dumps({
     "torch": torch.__version__,
     "python": platform.python_version(),
     "package_file": ido.__file__,
-    "mode": ido.hook_state().mode,
+    "mode": ido.introspection.hook_state().mode,
     "torch_has_device_interface_hook": hasattr(DeviceInterface, "get_cpp_device_options"),
 }))
 """

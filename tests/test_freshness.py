@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from support import check_python
 
+from inductor_device_options import testing
 from inductor_device_options._fs import find_library
 from inductor_device_options.options import freshness as _freshness
 from inductor_device_options.options.freshness import FINGERPRINT_DEFINITION, fresh_options
@@ -51,7 +52,7 @@ def options_for(sdk: Path) -> CppDeviceOptions:
 
 
 def fingerprint_in_a_new_process(sdk: Path) -> str:
-    _freshness.reset()  # what a new process starts with
+    testing.reset()  # what a new process starts with
     definitions = fresh_options(options_for(sdk)).definitions
     return definitions[-1]
 
@@ -89,7 +90,7 @@ def test_the_fingerprint_is_one_definition_that_follows_the_sdk(tmp_path: Path) 
 
 def test_the_fingerprint_is_computed_once_per_process(tmp_path: Path) -> None:
     sdk = write_sdk(tmp_path / "sdk", 1, 100)
-    _freshness.reset()
+    testing.reset()
     first = fresh_options(options_for(sdk)).definitions
     (sdk / "include" / "mydev" / "runtime.h").write_text(HEADER.format(value=3))
     assert fresh_options(options_for(sdk)).definitions == first
@@ -108,7 +109,7 @@ def test_torchs_own_tree_and_missing_paths_are_not_fingerprinted(tmp_path: Path)
         ["torch", "c10"],
         [],
     )
-    _freshness.reset()
+    testing.reset()
     assert fresh_options(options).definitions == ["USE_X"]
 
 
@@ -179,7 +180,7 @@ def test_inductor_rebuilds_when_the_sdk_changes_and_only_then(tmp_path: Path) ->
 
 
 def fingerprint_of(include_dir: Path) -> str | None:
-    _freshness.reset()
+    testing.reset()
     return _freshness.sdk_fingerprint([str(include_dir)], [], [])
 
 
@@ -305,9 +306,9 @@ def test_a_library_is_the_file_ld_takes_first(tmp_path: Path) -> None:
 
 
 def test_the_fingerprints_kept_are_bounded(tmp_path: Path) -> None:
-    _freshness.reset()
+    testing.reset()
     for index in range(_freshness._fingerprints.limit + 10):
         _freshness.sdk_fingerprint([str(tmp_path / f"missing{index}")], [], [])
     assert len(_freshness._fingerprints) == _freshness._fingerprints.limit
-    _freshness.reset()
+    testing.reset()
     assert len(_freshness._fingerprints) == 0

@@ -13,7 +13,8 @@ import pytest
 from torch._inductor.cpp_builder import CppTorchDeviceOptions
 
 import inductor_device_options as ido
-from inductor_device_options.options import pipeline, rules
+from inductor_device_options import testing
+from inductor_device_options.options import rules
 from inductor_device_options.options.freshness import FINGERPRINT_DEFINITION
 from inductor_device_options.options.model import FIELDS
 
@@ -112,7 +113,7 @@ def test_each_value_is_checked_once_per_uncached_lookup(
         return rule(field, value)
 
     monkeypatch.setattr(rules, "value_problem", counted_rule)
-    pipeline.reset()  # nothing finished before: this lookup runs every step
+    testing.reset()  # nothing finished before: this lookup runs every step
     ido.register_cpp_device_options("checkdev", lambda d, a, c: provided)
     options = ido.get_cpp_device_options("checkdev")
     final = Counter(

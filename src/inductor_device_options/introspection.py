@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Literal, NamedTuple
 
+from . import _state
 from ._torch_names import CPP_BUILDER, FUNCTION, REGISTER
 from .hook.chain import AdoptedFunction
 from .hook.serve import (
@@ -54,7 +55,8 @@ def registered_device_types() -> list[str]:
         >>> [name for name in registered if name in ("acme", "other")]
         ['acme', 'other']
     """
-    names = set(_registry.registered_device_types())
+    with _state.lock:
+        names = set(_state.registered)
     module = sys.modules.get(CPP_BUILDER)
     registry = torch_registry(module) if module is not None else None
     if registry is not None:

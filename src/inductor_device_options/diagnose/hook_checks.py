@@ -79,7 +79,7 @@ def _interface_answer(context: Context) -> CppDeviceOptions | None:
     interface = served_interface(context.device_type)
     method = getattr(interface, "get_cpp_device_options", None)
     answer = method(context.aot_mode, False) if method is not None else None
-    return None if answer is None else CppDeviceOptions(*(list(values) for values in answer))
+    return None if answer is None else CppDeviceOptions.of(answer)
 
 
 def check_device_asked(context: Context) -> Check:

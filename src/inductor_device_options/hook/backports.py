@@ -9,13 +9,13 @@ Each behaves exactly as torch defines it (the upstream patch in ``upstream/pytor
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 from .._torch_names import CPP_BUILDER, FUNCTION, REGISTER, REGISTRY
 from ..lookup.device_types import RESERVED_DEVICE_TYPES
 from ..lookup.interfaces import interface_defining_cpp_options
+from ..lookup.registry import CppDeviceOptionsCallback
 from .chain import DeviceOptionsFunction, device_type_of, flags
 
 # Marks the registry API this package gives a torch that lacks it.
@@ -28,7 +28,7 @@ def backport_registry_api(module: ModuleType) -> None:
     if not isinstance(module.__dict__.get(REGISTRY), dict):
         module.__dict__[REGISTRY] = {}
 
-    def register_cpp_device_options(device_type: str, callback: Callable[..., Any]) -> None:
+    def register_cpp_device_options(device_type: str, callback: CppDeviceOptionsCallback) -> None:
         """Register the C++ build options provider for a device type.
 
         Allows out-of-tree device backends (e.g. PrivateUse1 devices like NPU) to

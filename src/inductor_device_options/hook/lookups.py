@@ -55,7 +55,7 @@ def default_cpp_device_options(
     installed()
     pending = pending_default_for(name, bool(aot_mode), bool(compile_only))
     result = without_package(name, aot_mode, compile_only) if pending is None else pending()
-    return CppDeviceOptions(*(list(values) for values in result))
+    return CppDeviceOptions.of(result)
 
 
 def get_cpp_device_options(
@@ -92,7 +92,7 @@ def get_cpp_device_options(
     result = getattr(module, FUNCTION)(
         device_type=name, aot_mode=aot_mode, compile_only=compile_only
     )
-    return CppDeviceOptions(*(list(values) for values in result))
+    return CppDeviceOptions.of(result)
 
 
 def package_cpp_device_options(
@@ -120,4 +120,4 @@ def package_cpp_device_options(
         return None
     if isinstance(served, CppDeviceOptions):
         return served.copy()
-    return CppDeviceOptions(*(list(values) for values in served))  # type: ignore[attr-defined]
+    return CppDeviceOptions.of(served)  # type: ignore[arg-type]

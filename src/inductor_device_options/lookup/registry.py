@@ -194,16 +194,6 @@ def unregister_cpp_device_options(device_type: str) -> bool:
         return _state.registered.pop(name, None) is not None
 
 
-def registered_device_types() -> list[str]:
-    """Device types with an explicit registration through this package, sorted.
-
-    Devices registered through ``torch._inductor.cpp_builder.register_cpp_device_options``
-    are added by the package's top-level :func:`registered_device_types`.
-    """
-    with _state.lock:
-        return sorted(_state.registered)
-
-
 @contextmanager
 def registered_cpp_device_options(
     device_type: str, callback: CppDeviceOptionsCallback

@@ -33,6 +33,7 @@ from ..options.pipeline import finished
 from . import registry as _registry
 from .device_types import RESERVED_DEVICE_TYPES
 from .interfaces import interface_defining_cpp_options, interface_description
+from .registry import CppDeviceOptionsCallback
 
 if TYPE_CHECKING:
     from importlib import metadata
@@ -55,7 +56,7 @@ class Source(NamedTuple):
 
     kind: SourceKind
     description: str
-    call: Callable[[str, bool, bool], object] | None
+    call: CppDeviceOptionsCallback | None
     guaranteed: bool
     fallback: bool = False
 
@@ -172,7 +173,8 @@ def _served(
     if not source.guaranteed:  # torch's door: exactly what it gives
         if source.kind == "device interface":
             return _interface_options(source.call, device_type, aot_mode, compile_only)
-        return source.call(device_type, aot_mode, compile_only)
+        answer: object = source.call(device_type, aot_mode, compile_only)
+        return answer
     if not source.fallback:
         raw = _call_provider(source, device_type, aot_mode, compile_only)
         return (
@@ -193,14 +195,15 @@ def _served(
 
 
 def _interface_options(
-    call: Callable[[str, bool, bool], object], device_type: str, aot_mode: bool, compile_only: bool
+    call: CppDeviceOptionsCallback, device_type: str, aot_mode: bool, compile_only: bool
 ) -> object | None:
     """torch 2.15's reading of ``get_cpp_device_options``: ``NotImplementedError`` is no
     answer, like ``None``."""
     try:
-        return call(device_type, aot_mode, compile_only)
+        answer: object = call(device_type, aot_mode, compile_only)
     except NotImplementedError:
         return None
+    return answer
 
 
 def _fall_back(source: Source, device_type: str, error: Exception, default: Thunk) -> object:

@@ -56,11 +56,6 @@ _lock = threading.Lock()
 _verdicts: _state.BoundedCache[tuple[str, tuple[str, ...]], str | None] = _state.cache(1024)
 
 
-def reset() -> None:
-    """Forget the compiler's verdicts (``_state.reset`` does it too)."""
-    _verdicts.clear()
-
-
 class CompilerQuestion(NamedTuple):
     """The arguments of one value that the compiler is asked about."""
 

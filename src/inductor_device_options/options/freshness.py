@@ -41,11 +41,6 @@ _fingerprints: _state.BoundedCache[
 ] = _state.cache(256)
 
 
-def reset() -> None:
-    """Forget every fingerprint, as a new process starts (``_state.reset`` does it too)."""
-    _fingerprints.clear()
-
-
 def fresh_options(options: CppDeviceOptions) -> CppDeviceOptions:
     """``options`` with real paths and the SDK fingerprint definition added."""
     include_dirs = [os.path.realpath(path) for path in options.include_dirs]

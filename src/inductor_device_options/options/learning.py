@@ -120,12 +120,6 @@ _learned: _state.BoundedCache[type, Rendering | None] = _state.cache(8)
 _probe_classes: _state.BoundedCache[type, type] = _state.cache(8)
 
 
-def reset() -> None:
-    """Forget what was learned from each ``CppBuilder`` (``_state.reset`` does it too)."""
-    _learned.clear()
-    _probe_classes.clear()
-
-
 def builder_class() -> type:
     """The running torch's ``CppBuilder`` (importing cpp_builder if nobody has)."""
     module = sys.modules.get(CPP_BUILDER)

@@ -7,6 +7,7 @@ must meet, and in which order it is checked, is the validation pipeline's
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
 
@@ -36,9 +37,14 @@ class CppDeviceOptions(NamedTuple):
     def empty(cls) -> CppDeviceOptions:
         return cls([], [], [], [], [], [], [])
 
+    @classmethod
+    def of(cls, lists: Iterable[Iterable[str]]) -> CppDeviceOptions:
+        """The options of seven lists (torch's 7-tuple), as fresh lists."""
+        return cls(*(list(values) for values in lists))
+
     def copy(self) -> CppDeviceOptions:
         """Fresh lists, so that a caller appending to them cannot change ours."""
-        return CppDeviceOptions(*(list(values) for values in self))
+        return CppDeviceOptions.of(self)
 
     def as_tuple(
         self,

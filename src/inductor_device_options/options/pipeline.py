@@ -45,11 +45,6 @@ _lock = threading.Lock()
 _finished_options: _state.BoundedCache[tuple[object, ...], CppDeviceOptions] = _state.cache(256)
 
 
-def reset() -> None:
-    """Forget every finished options (``_state.reset`` does it too)."""
-    _finished_options.clear()
-
-
 def finished(raw: object, device_type: str, provider: str) -> CppDeviceOptions:
     """:func:`finish` with the running ``custom_op_libs``, cached (shared: copy it)."""
     custom_op_libs = _custom_op_libs()
@@ -143,13 +138,13 @@ def delivery_problems(options: CppDeviceOptions) -> list[ValueProblem]:
     # Learns from torch: imported only when there is something to check.
     from .compiler import compiler_value_problems
     from .rendering import final_arguments, rendering_problems
-    from .tools import tool_value_problems
+    from .tools import tool_problems
 
     problems = rendering_problems(options)
     if problems:
         return problems
     arguments = final_arguments(options)
-    return tool_value_problems(arguments, options) or compiler_value_problems(arguments, options)
+    return tool_problems(arguments, options) or compiler_value_problems(arguments, options)
 
 
 def _raise_first(

@@ -43,54 +43,40 @@ class Argument(NamedTuple):
     position: int
 
 
-class ToolProblem(NamedTuple):
-    """Why an argument would give a tool behind g++ other arguments than meant."""
-
-    argument: Argument
-    problem: str
-
-
 def tool_problems(
-    arguments: Sequence[Argument], environ: Mapping[str, str] | None = None
-) -> list[ToolProblem]:
+    arguments: Sequence[Argument],
+    options: CppDeviceOptions,
+    environ: Mapping[str, str] | None = None,
+) -> list[ValueProblem]:
     """Each argument of ``arguments`` (what g++ receives, in order) that would give ld, as
-    or the preprocessor an argument the provider did not write."""
+    or the preprocessor an argument the provider did not write, as a problem of the value of
+    ``options`` it comes from (step 6 of the validation pipeline)."""
     environ = os.environ if environ is None else environ
-    problems: list[ToolProblem] = []
+    problems: list[ValueProblem] = []
+
+    def found(argument: Argument, problem: str) -> None:
+        value = getattr(options, argument.field)[argument.position]
+        text = f"reaches g++ as {argument.text!r}, which {problem}"
+        problems.append(ValueProblem(argument.field, argument.position, value, text))
+
     for index, argument in enumerate(arguments):
         previous = arguments[index - 1].text if index else ""
         if previous in WHOLE_NEXT:
             problem = _response_file(argument.text, WHOLE_NEXT[previous], previous)
             if problem is not None:
-                problems.append(ToolProblem(argument, problem))
+                found(argument, problem)
             continue
         if argument.field == "definitions" and previous == "-D":
             continue  # a macro, whatever it looks like: the compiler judges it
         following = arguments[index + 1] if index + 1 < len(arguments) else None
         if argument.text in WHOLE_NEXT and (following is None or following.field != argument.field):
-            problems.append(ToolProblem(argument, _takes_an_argument_not_given(argument)))
+            found(argument, _takes_an_argument_not_given(argument))
         for prefix, tool in SPLIT_PREFIXES.items():
             if argument.text.startswith(prefix):
                 problem = split_word_problem(argument.text, prefix, tool, environ)
                 if problem is not None:
-                    problems.append(ToolProblem(argument, problem))
+                    found(argument, problem)
     return problems
-
-
-def tool_value_problems(
-    arguments: Sequence[Argument], options: CppDeviceOptions
-) -> list[ValueProblem]:
-    """:func:`tool_problems` as problems of the values of ``options`` the arguments come
-    from (step 6 of the validation pipeline)."""
-    return [
-        ValueProblem(
-            found.argument.field,
-            found.argument.position,
-            getattr(options, found.argument.field)[found.argument.position],
-            f"reaches g++ as {found.argument.text!r}, which {found.problem}",
-        )
-        for found in tool_problems(arguments)
-    ]
 
 
 def _takes_an_argument_not_given(argument: Argument) -> str:
