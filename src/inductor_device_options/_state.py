@@ -23,17 +23,20 @@ V = TypeVar("V")
 
 class BoundedCache(dict[K, V], Generic[K, V]):
     """A dict that keeps at most ``limit`` entries: the oldest goes first. ``group`` names
-    the room it serves, for :func:`clear_group`."""
+    the room it serves, for :func:`clear_group`. Read it with ``get`` (one atomic read),
+    write it with :meth:`put` (safe across threads: making room walks the dict)."""
 
     def __init__(self, limit: int, group: str = ""):
         super().__init__()
         self.limit = limit
         self.group = group
+        self._lock = threading.Lock()
 
     def put(self, key: K, value: V) -> V:
-        if key not in self and len(self) >= self.limit:
-            self.pop(next(iter(self)), None)  # the oldest (dicts keep insertion order)
-        self[key] = value
+        with self._lock:
+            if key not in self and len(self) >= self.limit:
+                self.pop(next(iter(self)), None)  # the oldest (dicts keep insertion order)
+            self[key] = value
         return value
 
 

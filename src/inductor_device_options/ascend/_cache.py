@@ -7,31 +7,20 @@ the Ascend ones alone."""
 
 from __future__ import annotations
 
-import threading
-from typing import Any, TypeVar
+from typing import Any
 
 from .. import _state
 from .._state import BoundedCache
-
-_K = TypeVar("_K")
-_V = TypeVar("_V")
 
 #: Entries a cache holds (a process rarely sees more than one install).
 MAX_ENTRIES = 16
 
 _GROUP = "ascend"
-_lock = threading.Lock()
 
 
 def cache() -> BoundedCache[Any, Any]:
     """A new Ascend cache: bounded, cleared by the package's reset and by :func:`clear_all`."""
     return _state.cache(MAX_ENTRIES, _GROUP)
-
-
-def remember(store: BoundedCache[_K, _V], key: _K, value: _V) -> _V:
-    """Store ``value`` (one writer at a time: making room walks the dict)."""
-    with _lock:
-        return store.put(key, value)
 
 
 def clear_all() -> None:

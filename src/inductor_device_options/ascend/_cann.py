@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from .._state import BoundedCache
-from ._cache import cache, remember
+from ._cache import cache
 from ._errors import CannNotFoundError
 
 #: Environment variables naming the CANN install, in the order they are tried.
@@ -156,7 +156,7 @@ def find_cann(default_roots: Sequence[str] | None = None) -> CannInstall:
     cached = _found.get(key)
     if cached is not None:
         return cached
-    return remember(_found, key, _search(os.environ, roots, arch_dir))
+    return _found.put(key, _search(os.environ, roots, arch_dir))
 
 
 @functools.cache

@@ -10,7 +10,7 @@ from .._state import BoundedCache
 from ..hook.lookups import default_cpp_device_options
 from ..lookup.provider_attributes import HEADERS_ATTRIBUTE, HINTS_ATTRIBUTE
 from ..options.model import CppDeviceOptions
-from ._cache import cache, remember
+from ._cache import cache
 from ._cann import CannInstall, find_cann
 from ._errors import CannPathError
 from ._headers import inductor_headers
@@ -81,7 +81,7 @@ def cpp_device_options(
                 for field, default, extra in zip(CppDeviceOptions._fields, base, added, strict=True)
             )
         )
-        remember(_merged_options, key, merged)
+        _merged_options.put(key, merged)
     return merged.copy()
 
 
@@ -112,7 +112,7 @@ def npu_cpp_device_options(default_roots: Sequence[str] | None = None) -> CppDev
             passthrough_args=list(NPU_PASSTHROUGH_ARGS),
         )
         _check_paths(options, cann, torch_npu)
-        remember(_npu_options, key, options)
+        _npu_options.put(key, options)
     return options.copy()
 
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from .._state import BoundedCache
-from ._cache import cache, remember
+from ._cache import cache
 from ._errors import TorchNpuNotFoundError
 
 #: Overrides where torch_npu is installed (the ``torch_npu`` package directory).
@@ -99,7 +99,7 @@ def find_torch_npu() -> TorchNpuInstall:
     for step in (search.from_override, search.from_spec, search.from_metadata):
         found = step()
         if found is not None:
-            return remember(_found, key, found)
+            return _found.put(key, found)
     raise TorchNpuNotFoundError(search.tried, search.fix())
 
 

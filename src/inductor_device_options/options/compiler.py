@@ -19,7 +19,6 @@ import os
 import re
 import subprocess
 import tempfile
-import threading
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -51,7 +50,6 @@ _SPECIAL_NAMES = frozenset(
 # ``-O2``, rendered ``--O2``): the compiler judges each.
 _FLAG_FIELDS = frozenset({"cflags", "ldflags", "passthrough_args"})
 
-_lock = threading.Lock()
 # (compiler, words) -> the compiler's error, None if it takes them; _state.reset() clears it.
 _verdicts: _state.BoundedCache[tuple[str, tuple[str, ...]], str | None] = _state.cache(1024)
 
@@ -64,6 +62,7 @@ class CompilerQuestion(NamedTuple):
     value: str
     words: tuple[str, ...]
 
+_UNKNOWN = object()  # not in the cache (None is a value it holds)
 
 def needs_compiler(field: str, value: str) -> bool:
     """Whether only the compiler can tell if it takes ``value`` in ``field``."""
@@ -151,12 +150,11 @@ def compiler_problems(
 def _verdict(compiler: str, words: tuple[str, ...]) -> str | None:
     """The compiler's error for ``words`` on an empty source, None if it takes them."""
     key = (compiler, words)
-    with _lock:
-        if key in _verdicts:
-            return _verdicts[key]
+    known = _verdicts.get(key, _UNKNOWN)
+    if known is not _UNKNOWN:
+        return known  # type: ignore[return-value]
     verdict = _ask(compiler, words)
-    with _lock:
-        _verdicts.put(key, verdict)
+    _verdicts.put(key, verdict)
     return verdict
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 
 from .. import _state
 from .._fs import BoundedWalk, WalkEntry, find_library, inside_torch, within
@@ -30,16 +29,14 @@ from .model import CppDeviceOptions
 
 FINGERPRINT_DEFINITION = "INDUCTOR_DEVICE_OPTIONS_SDK_FINGERPRINT"
 
-#: diagnose imports it from here; its home is ``_fs.inside_torch``.
-_inside_torch = inside_torch
 
-_lock = threading.Lock()
 # (include dirs, library dirs, libraries) -> the fingerprint: computed once per process
 # and set of options. _state.reset() clears it.
 _fingerprints: _state.BoundedCache[
     tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], str | None
 ] = _state.cache(256)
 
+_UNKNOWN = object()  # not in the cache (None is a value it holds)
 
 def fresh_options(options: CppDeviceOptions) -> CppDeviceOptions:
     """``options`` with real paths and the SDK fingerprint definition added."""
@@ -65,9 +62,9 @@ def sdk_fingerprint(
 ) -> str | None:
     """A hex digest of the device's own headers and libraries; None if none exist."""
     key = (tuple(include_dirs), tuple(libraries_dirs), tuple(libraries))
-    with _lock:
-        if key in _fingerprints:
-            return _fingerprints[key]
+    known = _fingerprints.get(key, _UNKNOWN)
+    if known is not _UNKNOWN:
+        return known  # type: ignore[return-value]
     own_include_dirs = _outermost(
         [path for path in include_dirs if os.path.isdir(path) and not inside_torch(path)]
     )
@@ -86,8 +83,7 @@ def sdk_fingerprint(
         for path in library_files:
             _hash_file(path, digest)
         fingerprint = digest.hexdigest()
-    with _lock:
-        _fingerprints.put(key, fingerprint)
+    _fingerprints.put(key, fingerprint)
     return fingerprint
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import shlex
 import sys
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -115,7 +114,6 @@ def _arguments_of(rendering: FieldRendering, values: Sequence[str]) -> list[Argu
 
 # What was learned from each CppBuilder class (a reloaded cpp_builder has another), and
 # the probe options class made for it: a handful in a process. _state.reset() clears them.
-_lock = threading.Lock()
 _learned: _state.BoundedCache[type, Rendering | None] = _state.cache(8)
 _probe_classes: _state.BoundedCache[type, type] = _state.cache(8)
 
@@ -142,8 +140,7 @@ def running_rendering() -> Rendering | None:
         learned: Rendering | None = _learn(builder)
     except Exception:  # a CppBuilder unlike any known: the safest rules instead
         learned = None
-    with _lock:
-        return _learned.put(builder, learned)
+    return _learned.put(builder, learned)
 
 
 class NotRecognised(Exception):
@@ -248,8 +245,7 @@ def command_line(builder: type, options: CppDeviceOptions) -> str:
     probe_class = _probe_classes.get(builder)
     if probe_class is None:
         made = _probe_options_class(builder)
-        with _lock:
-            probe_class = _probe_classes.put(builder, made)
+        probe_class = _probe_classes.put(builder, made)
     command: str = builder(
         _PROBE, [f"{_PROBE}.cpp"], probe_class(options), output_dir=f"/{_PROBE}"
     ).get_command_line()

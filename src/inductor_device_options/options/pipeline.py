@@ -25,7 +25,6 @@ and torch's doors when a device is guaranteed); :func:`final_value_problem` on o
 from __future__ import annotations
 
 import sys
-import threading
 from collections.abc import Sequence
 
 from .. import _state
@@ -38,7 +37,6 @@ from .rules import invalid_options_error, snapshot, value_problems
 _CUSTOM_OP_LIBS = "config.aot_inductor.custom_op_libs"
 _SEQUENCE_TYPES = (list, tuple)
 
-_lock = threading.Lock()
 # Providers usually return the same lists every time: what was finished once is reused,
 # keyed by the exact values (Inductor asks once per build) and by the CppBuilder they
 # were checked against. _state.reset() clears it.
@@ -56,8 +54,7 @@ def finished(raw: object, device_type: str, provider: str) -> CppDeviceOptions:
         raw = key[2:9]  # the values just read: what is cached is what is validated
     options = finish(raw, device_type=device_type, provider=provider, custom_op_libs=custom_op_libs)
     if key is not None:
-        with _lock:
-            _finished_options.put(key, options)
+        _finished_options.put(key, options)
     return options
 
 
