@@ -40,6 +40,7 @@ RESULT_KEYS = (
     "cpu_lookup",
     "adopted_lookup",
     "registered_lookup",
+    "backend_init",
     "ascend_cold",
     "ascend_cached",
     "fingerprint",
@@ -176,7 +177,6 @@ def bench_lookup(settings: Settings) -> list[Result]:
         {"stock": lambda: stock("cpu", False, False), "hook": lambda: hooked("cpu", False, False)},
         settings,
     )
-    ratio = timings["hook"] / timings["stock"]
 
     # A backend's replacement (torch_npu's kind: a copy of torch's function), assigned after
     # the hook: the hook adopts it; Inductor calls with keywords.
@@ -197,7 +197,6 @@ def bench_lookup(settings: Settings) -> list[Result]:
         )
     finally:
         cpp_builder.get_cpp_torch_device_options = hooked
-    adopted_ratio = adopted["adopted"] / adopted["direct"]
 
     options = (["BENCH_DEVICE"], ["/opt/bench/include"], [], [], ["/opt/bench/lib"], ["bench"], [])
     ido.register_cpp_device_options("benchdev", lambda d, a, c: options)
@@ -207,6 +206,38 @@ def bench_lookup(settings: Settings) -> list[Result]:
         )["registered"]
     finally:
         ido.unregister_cpp_device_options("benchdev")
+    results = _lookup_results(installation.mode, timings, adopted, registered)
+    return [*results, _backend_init(settings)]
+
+
+def _backend_init(settings: Settings) -> Result:
+    """What the _inductor_backend_init backport adds to each init_backend_registration call
+    of a process with no device module defining the hook (torch's own where torch has it)."""
+    from torch._inductor.codegen import common
+
+    wrapped = common.init_backend_registration
+    torchs = getattr(wrapped, "__wrapped__", wrapped)
+    wrapped()
+    timings = median_of_blocks({"torch": torchs, "wrapped": wrapped}, settings)
+    added = (timings["wrapped"] - timings["torch"]) * 1e6
+    return Result(
+        "backend_init",
+        "init_backend_registration(), no hook: the backport / torch's own",
+        added,
+        "µs added per call",
+        "< 1 µs",
+        added < 1,
+        f"torch's {timings['torch'] * 1e6:.2f} µs, through the backport "
+        f"{timings['wrapped'] * 1e6:.2f} µs per call"
+        + ("" if torchs is not wrapped else " (torch's own hook: nothing wrapped)"),
+    )
+
+
+def _lookup_results(
+    mode: str, timings: dict[str, float], adopted: dict[str, float], registered: float
+) -> list[Result]:
+    ratio = timings["hook"] / timings["stock"]
+    adopted_ratio = adopted["adopted"] / adopted["direct"]
     return [
         Result(
             "cpu_lookup",
@@ -216,7 +247,7 @@ def bench_lookup(settings: Settings) -> list[Result]:
             "<= 1.05",
             ratio <= 1.05,
             f"stock {timings['stock'] * 1e6:.1f} µs, through the hook "
-            f"{timings['hook'] * 1e6:.1f} µs per call ({installation.mode} mode)",
+            f"{timings['hook'] * 1e6:.1f} µs per call ({mode} mode)",
         ),
         Result(
             "adopted_lookup",
@@ -404,8 +435,8 @@ def markdown_table(report: dict[str, Any]) -> str:
         f"{machine_facts['cores']} cores, {machine_facts['system']}, Python "
         f"{machine_facts['python']}, torch {machine_facts['torch']}; {load}.",
         "",
-        "| # | what | value | target | met | detail |",
-        "|---|---|---|---|---|---|",
+        "| # | key | what | value | target | met | detail |",
+        "|---|---|---|---|---|---|---|",
     ]
     by_key = {result["key"]: result for result in report["results"]}
     keys = [*RESULT_KEYS, *(key for key in by_key if key not in RESULT_KEYS)]
@@ -413,13 +444,13 @@ def markdown_table(report: dict[str, Any]) -> str:
         result = by_key.get(key)
         if result is None:
             lines.append(
-                f"| {index} | `{key}` | not measured | - | - | not in this results.json: "
+                f"| {index} | `{key}` | - | not measured | - | - | not in this results.json: "
                 "run `benchmarks/run.py` |"
             )
             continue
         met = "yes" if result["met"] else "**no**"
         lines.append(
-            f"| {index} | {result['what']} | {_value(result)} {result['unit']} "
+            f"| {index} | `{key}` | {result['what']} | {_value(result)} {result['unit']} "
             f"| {result['target']} | {met} | {result['detail']} |"
         )
     return "\n".join(lines) + "\n"

@@ -76,6 +76,7 @@ def write_distribution(
 #: doctor's checks, in order (a "provider" check comes first only when --provider fails).
 DOCTOR_CHECKS = (
     "hook",
+    "torch_hooks",
     "device_asked",
     "options",
     "flags",

@@ -34,6 +34,7 @@ def test_benchmark_smoke_run_prints_the_table_and_writes_json(tmp_path: Path) ->
         "cpu_lookup",
         "adopted_lookup",
         "registered_lookup",
+        "backend_init",
         "ascend_cold",
         "ascend_cached",
         "fingerprint",

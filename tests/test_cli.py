@@ -108,9 +108,17 @@ COMMON_KEYS = {"schema", "version", "torch_version"}
 DEVICE_KEYS = COMMON_KEYS | {"device_type", "aot_mode", "source", "error"}
 KEYS = {
     "list": COMMON_KEYS
-    | {"hook", "devices", "invalid_declarations", "declaration_conflicts", "not_asked", "notes"},
-    "show": DEVICE_KEYS | {"compile_only", "options", "commands", "asked", "notes"},
-    "doctor": DEVICE_KEYS | {"ok", "exit_code", "checks", "notes"},
+    | {
+        "hook",
+        "devices",
+        "torch_hooks",
+        "invalid_declarations",
+        "declaration_conflicts",
+        "not_asked",
+        "notes",
+    },
+    "show": DEVICE_KEYS | {"compile_only", "options", "commands", "asked", "notes", "torch_hooks"},
+    "doctor": DEVICE_KEYS | {"ok", "exit_code", "checks", "notes", "torch_hooks"},
     "doctor-all": COMMON_KEYS | {"aot_mode", "ok", "exit_code", "devices", "notes"},
 }
 SOURCES = {"registration", "entry point", "device interface", "torch"}
@@ -448,13 +456,14 @@ def test_doctor_names_a_missing_include_dir_in_plain_text(
     assert out.count("entry point noincdev = cli_provider:missing_include_dir") == 1
     assert [line[:4] for line in lines if line[:4] in {"PASS", "WARN", "FAIL", "SKIP"}] == [
         "PASS",
+        "PASS",
         "SKIP",
         "PASS",
         "PASS",
         "FAIL",
         *["PASS"] * 5,
     ]
-    assert lines[-1] == "1 of 10 checks failed."
+    assert lines[-1] == "1 of 11 checks failed."
 
 
 def test_a_provider_raising_system_exit_0_is_a_failed_check_not_a_success(
@@ -463,10 +472,12 @@ def test_a_provider_raising_system_exit_0_is_a_failed_check_not_a_success(
     checks = checks_of(json_of(doctors["exit_json"], "doctor", 1))
     [problem] = checks["options"]["problems"]
     assert problem["cause"] == "SystemExit: 0"
-    assert [check["status"] for check in checks.values()] == ["pass", "skip", "fail"] + ["skip"] * 7
+    assert [check["status"] for check in checks.values()] == ["pass", "pass", "skip", "fail"] + [
+        "skip"
+    ] * 7
     out = text_of(doctors["exit_text"], 1)
     assert "FAIL  options computed: the provider raised SystemExit" in out
-    assert out.splitlines()[-1] == "1 of 10 checks failed."
+    assert out.splitlines()[-1] == "1 of 11 checks failed."
     show = json_of(doctors["exit_show"], "show", 1)
     assert show["error"]["type"] == "SystemExit"
     assert show["options"] is None
@@ -478,7 +489,7 @@ def test_flags_are_well_formed_only_if_g_plus_plus_gets_them_as_meant(
     """A response file, and a library dir whose real path has a space: neither is what the
     provider wrote reaching g++ as one argument. No probe is built with them."""
     rsp = checks_of(json_of(doctors["response_file"], "doctor", 1))
-    assert [check["status"] for check in rsp.values()][2:] == ["pass", "fail"] + ["skip"] * 6
+    assert [check["status"] for check in rsp.values()][3:] == ["pass", "fail"] + ["skip"] * 6
     [problem] = rsp["flags"]["problems"]
     assert problem["cause"].startswith(
         f"definitions[1] = '@{site}/clidev_sdk/rsp' reaches g++ as the argument "
@@ -522,7 +533,9 @@ def test_doctor_reports_a_provider_error_with_its_fix(doctors: dict[str, Run]) -
     [problem] = checks["options"]["problems"]
     assert problem["cause"] == "RuntimeError: the clidev SDK is not set up"
     assert problem["fix"] == "run clidev-setup"
-    assert [check["status"] for check in checks.values()] == ["pass", "skip", "fail"] + ["skip"] * 7
+    assert [check["status"] for check in checks.values()] == ["pass", "pass", "skip", "fail"] + [
+        "skip"
+    ] * 7
 
 
 def test_doctor_names_each_malformed_flag_of_a_given_provider(doctors: dict[str, Run]) -> None:

@@ -80,6 +80,9 @@ registration_listeners: list[Callable[[str], None]] = []
 installation: list[Any] = []
 #: [the import watcher on sys.meta_path] once armed.
 watcher: list[Any] = []
+#: [whether a thread is inside the device module's _inductor_backend_init] (hook/backend_init,
+#: torch 2.15's ``_privateuse1_backend_init_in_progress``; guarded by Dynamo's compile lock).
+backend_init_in_progress: list[bool] = [False]
 
 # --- hook/asked: what builds asked and which warnings were given ---------------------------
 #: (device type served, device type asked) -> the codegen that asked, seen this process.

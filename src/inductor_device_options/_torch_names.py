@@ -11,3 +11,27 @@ FUNCTION = "get_cpp_torch_device_options"
 #: backports it everywhere else.
 REGISTER = "register_cpp_device_options"
 REGISTRY = "_cpp_device_options_registry"
+
+# --- torch 2.15's out-of-tree hooks in Inductor's codegen (hook/aten_device_type.py,
+# hook/backend_init.py backport them before 2.15) -------------------------------------------
+#: Inductor's C++ codegen helpers. Before 2.15 they map a device type to ATen's with the dict
+#: ``DEVICE_TO_ATEN``; torch 2.15 asks ``device_to_aten``, which asks the device's
+#: ``DeviceOpOverrides.aten_device_type()``.
+CPP_UTILS = "torch._inductor.codegen.cpp_utils"
+DEVICE_TO_ATEN = "DEVICE_TO_ATEN"
+DEVICE_TO_ATEN_FUNCTION = "device_to_aten"
+ATEN_DEVICE_TYPE = "aten_device_type"
+#: Where Inductor registers the devices' backends (``init_backend_registration``).
+CODEGEN_COMMON = "torch._inductor.codegen.common"
+INIT_BACKEND_REGISTRATION = "init_backend_registration"
+#: The attribute of a PrivateUse1 device module that torch 2.15 calls before the device's
+#: first compile needs its registration.
+BACKEND_INIT = "_inductor_backend_init"
+#: torch 2.15's guard flag in ``codegen.common``: a torch that has it calls BACKEND_INIT.
+NATIVE_BACKEND_INIT_FLAG = "_privateuse1_backend_init_in_progress"
+#: Inductor's compile entry (``torch.compile``, ``compile_fx``, AOTInductor): torch 2.15 runs
+#: BACKEND_INIT at the top of its ``_compile_fx_main``, before the decomposition table is
+#: taken (torch 2.6 takes it in ``compile_fx`` itself).
+COMPILE_FX = "torch._inductor.compile_fx"
+COMPILE_FX_MAIN = "_compile_fx_main"
+COMPILE_FX_FUNCTION = "compile_fx"

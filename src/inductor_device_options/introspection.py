@@ -1,7 +1,9 @@
 """Where options come from and where the hook stands, for people and tools: read without
 calling any provider and without importing ``torch._inductor``.
 
-``list`` and ``show`` print these; a backend's tests may assert them::
+``list`` and ``show`` print these; a backend's tests may assert them (``torch_hooks``, which
+says which of torch 2.15's out-of-tree hooks the running torch has, imports Inductor's
+codegen)::
 
     from inductor_device_options.introspection import device_options_source
     assert device_options_source("npu").kind == "registration"
@@ -22,6 +24,8 @@ from .hook.serve import (
     source_of,
     torch_registry,
 )
+from .hook.torch_hooks import TorchHook
+from .hook.torch_hooks import torch_hooks as _torch_hooks
 from .lookup import registry as _registry
 from .lookup.device_types import RESERVED_DEVICE_TYPES, normalize_device_type
 from .lookup.entry_points import declared_entry_points
@@ -30,10 +34,12 @@ from .lookup.interfaces import interface_description
 __all__ = [
     "DeviceOptionsSource",
     "HookState",
+    "TorchHook",
     "device_options_source",
     "hook_state",
     "known_device_options_sources",
     "registered_device_types",
+    "torch_hooks",
 ]
 
 
@@ -244,3 +250,23 @@ def hook_state() -> HookState:
         device_interface_backport=installation.backport,
         adopted=chain.adopted(),
     )
+
+
+def torch_hooks() -> list[TorchHook]:
+    """torch 2.15's out-of-tree hooks, on the running torch: each ``native`` (torch has
+    it), ``provided`` (this package backports it) or ``left out`` (neither: ``detail`` says
+    what this torch does instead). Imports Inductor's codegen (about a second).
+
+    Returns:
+        A :class:`TorchHook` for each hook, in the order ``list``, ``show`` and ``doctor``
+        print them.
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> hooks = {hook.name: hook for hook in ido.introspection.torch_hooks()}
+        >>> hooks["_inductor_backend_init"].status in ("native", "provided")
+        True
+        >>> print(hooks["DeviceOpOverrides.aten_device_type"].describe())
+        DeviceOpOverrides.aten_device_type: ... (cpp_utils...)
+    """
+    return _torch_hooks()

@@ -76,6 +76,36 @@ def test_cpp_wrapper_compiles_with_the_sample_options_and_matches_eager_cpu(
     assert runtime_registered_modules() == modules_before + 1
 
 
+def test_sample_registers_with_inductor_at_its_first_compile_through_its_hook(
+    sample_build: SampleDevice,
+) -> None:
+    """Written once against torch 2.15's contract: ``setup()`` imports nothing of Inductor,
+    the device module's ``_inductor_backend_init`` registers the backend at the first compile
+    (once), and the generated C++ names the device by its overrides' ``aten_device_type()``
+    (torch's own hooks on 2.15, the package's backports before)."""
+    finished = run_python(
+        f"""
+        import json, sys, torch
+        from inductor_device_options import sample
+        sample.setup({str(sample_build.cache_dir)!r})
+        imported_at_set_up = "torch._inductor" in sys.modules
+        calls = []
+        init = torch.{DEVICE_NAME}._inductor_backend_init
+        torch.{DEVICE_NAME}._inductor_backend_init = lambda: (calls.append(1), init())[-1]
+        x = torch.arange(8.0, device="{DEVICE_NAME}")
+        from torch._inductor.utils import run_and_get_cpp_code
+        fn = torch.compile(lambda x: x.cos() + 1, options={{"cpp_wrapper": True}})
+        result, code = run_and_get_cpp_code(fn, x)
+        fn(x)
+        print(json.dumps([imported_at_set_up, len(calls), result.device.type,
+                          "cached_torch_device_type_privateuse1" in code,
+                          bool(torch.allclose(result.cpu(), x.cpu().cos() + 1))]))
+        """
+    )
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    assert json.loads(finished.stdout.splitlines()[-1]) == [False, 1, DEVICE_NAME, True, True]
+
+
 def test_aoti_package_compiles_with_the_sample_options_loads_and_matches_eager_cpu(
     sampledev: SampleDevice, tmp_path: Path
 ) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._errors import CppDeviceOptionsError, ProviderLoadError, raised_by_provider
+from ..diagnose.backend_init_run import BackendInit, run_backend_init
 from ..diagnose.devices import UnknownDeviceError, unknown_device
 from ..diagnose.module_load import FreshPython
 from ..diagnose.probe import probe_workspace
@@ -28,6 +29,7 @@ from .output import (
     Output,
     Style,
     source_document,
+    torch_hooks_document,
 )
 
 #: The providers of ``--provider`` that could not be loaded, by device: the source they
@@ -47,6 +49,7 @@ class DeviceRun:
     document: Document  # the JSON document, filled in by the command
     loader: FreshPython | None = None  # doctor's fresh python, importing torch meanwhile
     load_error: ProviderLoadError | None = None  # the --provider that could not be loaded
+    backend_init: BackendInit | None = None  # the device module's _inductor_backend_init, run
 
 
 DeviceCommand = Callable[[DeviceRun], int]
@@ -58,7 +61,8 @@ def device_command(
     """``command`` for DEVICE, in a probe workspace, given where the options come from and
     the JSON document to fill in (``placeholders`` stand until it does); an unknown device
     stops here, a ``--provider`` that cannot be loaded too (``show``) or is handed on as
-    ``load_error`` (``doctor``).
+    ``load_error`` (``doctor``). A PrivateUse1 device module's ``_inductor_backend_init``
+    runs before the device is looked up, as at a compile (``run_backend_init``).
 
     The workspace is entered before Inductor is imported: importing it fixes
     ``TORCHINDUCTOR_CACHE_DIR`` (and creates that directory).
@@ -74,6 +78,7 @@ def device_command(
             import_inductor()
             failed_loads = register_providers(args, args.provider)
             note_invalid_declarations(name)
+            backend_init = backend_init_noted(name)
             failed = failed_loads.get(args.device)
             source = failed[0] if failed else device_options_source(args.device)
             document: Document = {
@@ -81,11 +86,13 @@ def device_command(
                 "aot_mode": args.aot,
                 **({"compile_only": args.compile_only} if "compile_only" in args else {}),
                 "source": source_document(source),
+                "torch_hooks": torch_hooks_document(),
                 **placeholders,
                 "error": None,
             }
             run = DeviceRun(args, output, work, source, document, loader)
             run.load_error = failed[1] if failed else None
+            run.backend_init = backend_init
             if failed is not None and name == "show":
                 return fail(run, name, failed[1], EXIT_FAILED)
             unknown = None if failed else unknown_device(args.device, source)
@@ -130,6 +137,17 @@ def note_invalid_declarations(command: str) -> None:
     for conflict in _entry_points.declaration_conflicts():
         if conflict.warns:
             print(f"{PROG} {command}: note: {conflict.describe()}", file=sys.stderr)
+
+
+def backend_init_noted(command: str) -> BackendInit | None:
+    """``run_backend_init``; a hook that raised is noted on stderr (doctor's check fails)."""
+    backend_init = run_backend_init()
+    if backend_init is not None and backend_init.error is not None:
+        print(
+            f"{PROG} {command}: note: {backend_init.function} raised {backend_init.error}",
+            file=sys.stderr,
+        )
+    return backend_init
 
 
 def fail(run: DeviceRun, command: str, error: BaseException, exit_code: int) -> int:

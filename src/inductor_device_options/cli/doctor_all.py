@@ -8,6 +8,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from ..diagnose.backend_init_run import BackendInit
 from ..diagnose.checks import Check, check_names
 from ..diagnose.devices import absent_device, all_devices
 from ..diagnose.doctor import provider_load_failed, run_doctor
@@ -16,6 +17,7 @@ from ..diagnose.probe import probe_workspace
 from ..introspection import DeviceOptionsSource
 from .device_command import (
     FailedLoads,
+    backend_init_noted,
     import_inductor,
     modes,
     note_invalid_declarations,
@@ -40,6 +42,7 @@ def doctor_all(args: argparse.Namespace, output: Output) -> int:
         import_inductor()
         failed_loads = register_providers(args, args.provider)
         note_invalid_declarations("doctor")
+        backend_init = backend_init_noted("doctor")  # as a compile would, before the lookup
         sources = {source.device_type: source for source in all_devices()}
         sources.update({device: source for device, (source, _) in failed_loads.items()})
         if not args.json:
@@ -48,7 +51,9 @@ def doctor_all(args: argparse.Namespace, output: Output) -> int:
         results = []
         for index, (device, source) in enumerate(sorted(sources.items())):
             more = index + 1 < len(sources)
-            result = _doctor_one(args, device, source, work, failed_loads, loaders, more)
+            result = _doctor_one(
+                args, device, source, work, failed_loads, loaders, more, backend_init
+            )
             results.append(result)
             if not args.json:
                 print(_device_line(style, result, width))
@@ -82,6 +87,7 @@ def _doctor_one(
     failed_loads: FailedLoads,
     loaders: _Loaders,
     more: bool,
+    backend_init: BackendInit | None,
 ) -> Document:
     skipped = None if device in failed_loads else absent_device(source)
     checks: list[Check] = []
@@ -92,7 +98,9 @@ def _doctor_one(
         device_work = work / device
         device_work.mkdir()
         loader = loaders.next(more)
-        checks = run_doctor(device, args.aot, source, device_work, loader=loader)
+        checks = run_doctor(
+            device, args.aot, source, device_work, loader=loader, backend_init=backend_init
+        )
     statuses = {check.status for check in checks}
     status = next(
         (status for status in ("fail", "warn") if status in statuses),

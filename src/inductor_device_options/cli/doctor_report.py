@@ -20,7 +20,15 @@ from ..diagnose.doctor import provider_load_failed, run_doctor
 from ..diagnose.probe import Progress
 from .device_command import DeviceRun, device_command, modes
 from .doctor_all import doctor_all, label
-from .output import EXIT_FAILED, EXIT_OK, EXIT_UNKNOWN_DEVICE, Output, Style, header
+from .output import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNKNOWN_DEVICE,
+    Output,
+    Style,
+    header,
+    torch_hooks_lines,
+)
 
 
 def doctor_entry(args: argparse.Namespace, output: Output) -> int:
@@ -35,7 +43,8 @@ def doctor_command(run: DeviceRun) -> int:
     text = not args.json
     if text:
         print(header(style, f"doctor {args.device}", modes(args)))
-        print(f"options from {run.source.kind}: {run.source.description}\n")
+        print(f"options from {run.source.kind}: {run.source.description}")
+        print("\n".join(torch_hooks_lines(style)) + "\n")
 
     def on_check(check: Check) -> None:
         if text:
@@ -75,6 +84,7 @@ def _checks(
         progress=progress,
         loader=run.loader,
         compile=args.compile,
+        backend_init=run.backend_init,
     )
     if args.compile:
         provider = str(args.provider[0]) if args.provider else None

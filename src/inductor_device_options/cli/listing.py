@@ -1,5 +1,6 @@
-"""``inductor-device-options list``: torch, the hook, and every device this process knows
-a source of options for, with the declarations that are ignored or in conflict."""
+"""``inductor-device-options list``: torch, the hook, every device this process knows a
+source of options for, which of torch 2.15's hooks torch has or this package provides, and
+the declarations that are ignored or in conflict."""
 
 from __future__ import annotations
 
@@ -14,7 +15,17 @@ from ..introspection import DeviceOptionsSource, hook_state, known_device_option
 from ..lookup import entry_points as _entry_points
 from ..lookup.device_types import RESERVED_DEVICE_TYPES
 from .device_command import import_inductor
-from .output import EXIT_OK, PROG, Document, Output, Style, header, source_document
+from .output import (
+    EXIT_OK,
+    PROG,
+    Document,
+    Output,
+    Style,
+    header,
+    source_document,
+    torch_hooks_document,
+    torch_hooks_lines,
+)
 
 if TYPE_CHECKING:
     from importlib import metadata
@@ -33,6 +44,7 @@ def list_command(args: argparse.Namespace, output: Output) -> int:
     print(style.bold(f"{'DEVICE':<{width}}  {'SOURCE':<{kinds}}  FROM"))
     for source in sources:
         print(f"{source.device_type:<{width}}  {source.kind:<{kinds}}  {source.description}")
+    print("\n" + "\n".join(torch_hooks_lines(style)))
     sections = [
         ("Ignored declarations:", [d.describe() for d in _entry_points.invalid_declarations()]),
         (
@@ -70,6 +82,7 @@ def _print_document(output: Output, sources: Sequence[DeviceOptionsSource]) -> N
             "description": state.describe(),
         },
         devices=[source_document(source) for source in sources],
+        torch_hooks=torch_hooks_document(),
         invalid_declarations=[
             _declaration_json(declaration) for declaration in _entry_points.invalid_declarations()
         ],

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import TextIO
 
 from .. import __version__
-from ..introspection import DeviceOptionsSource, hook_state
+from ..introspection import DeviceOptionsSource, hook_state, torch_hooks
 
 PROG = "inductor-device-options"
 
@@ -123,3 +123,20 @@ def source_document(source: DeviceOptionsSource) -> Document:
     """A source in JSON: ``kind``, and under v1's earlier name ``source`` too (keys are only
     ever added within a version)."""
     return {**source._asdict(), "source": source.kind}
+
+
+def torch_hooks_lines(style: Style) -> list[str]:
+    """The text section on torch 2.15's out-of-tree hooks: which the running torch has
+    (native), which this package provides, which are left out, and what serves each."""
+    hooks = torch_hooks()
+    paint = {"native": style.ok, "provided": style.bold, "left out": style.skip}
+    width = max(len(hook.status) for hook in hooks)
+    return [style.bold("torch 2.15's hooks:")] + [
+        f"  {paint[hook.status](f'{hook.status:<{width}}')}  {hook.name}: {hook.detail}"
+        for hook in hooks
+    ]
+
+
+def torch_hooks_document() -> list[Document]:
+    """The JSON of torch 2.15's hooks: ``name``, ``status`` and ``detail`` each."""
+    return [hook._asdict() for hook in torch_hooks()]

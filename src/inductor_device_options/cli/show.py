@@ -10,7 +10,7 @@ from ..diagnose.probe import probe_commands
 from ..hook.lookups import get_cpp_device_options
 from ..options.model import FIELDS, CppDeviceOptions
 from .device_command import DeviceRun, device_command, fail, modes
-from .output import EXIT_FAILED, EXIT_OK, Style, header
+from .output import EXIT_FAILED, EXIT_OK, Style, header, torch_hooks_lines
 
 
 def show(run: DeviceRun) -> int:
@@ -41,6 +41,7 @@ def show(run: DeviceRun) -> int:
     if commands.link is not None:
         print(f"{style.bold('link')} (compile_only=False):")
         print(f"  {commands.link}")
+    print("\n" + "\n".join(torch_hooks_lines(style)))
     return EXIT_OK
 
 

@@ -20,6 +20,7 @@ from ..introspection import DeviceOptionsSource
 from ..lookup.provider_attributes import hints_of
 from ..options.model import CppDeviceOptions
 from .asked import AskedDevice
+from .backend_init_run import BackendInit
 from .devices import serving_object
 from .module_load import FreshPython
 from .text import unique
@@ -31,6 +32,7 @@ Status = Literal["pass", "warn", "fail", "skip"]
 CHECKS: dict[str, str] = {
     "provider": "provider loads",
     "hook": "options reach Inductor",
+    "torch_hooks": "torch 2.15's hooks the backend uses",
     "device_asked": "builds ask for the device",
     "options": "options computed",
     "flags": "flags well formed",
@@ -111,6 +113,7 @@ class Context:
     source: DeviceOptionsSource
     work: Path
     loader: FreshPython | None = None
+    backend_init: BackendInit | None = None  # the device module's _inductor_backend_init, run
     asked: AskedDevice | None = None  # what Inductor's builds ask for, once known
     options: CppDeviceOptions | None = None
     raw: Sequence[object] | None = None  # what the provider returned, when Inductor rejects it

@@ -2,8 +2,8 @@
 handed on as soon as it is done; and the run of a ``--provider`` that cannot be loaded.
 Computes only: ``cli/`` prints.
 
-The checks themselves are in ``hook_checks``, ``options_checks``, ``path_checks``,
-``header_checks`` and ``probe_checks``; what a check is, in ``checks``.
+The checks themselves are in ``hook_checks``, ``torch_hook_checks``, ``options_checks``,
+``path_checks``, ``header_checks`` and ``probe_checks``; what a check is, in ``checks``.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .._errors import ProviderLoadError
 from ..introspection import DeviceOptionsSource
+from .backend_init_run import BackendInit, run_backend_init
 from .checks import COMPILE_CHECKS, Check, Context, Problem, check, check_names
 from .header_checks import check_headers, check_shadowed_headers
 from .hook_checks import check_device_asked, check_hook
@@ -22,6 +23,7 @@ from .path_checks import check_include_dirs, check_libraries
 from .probe import Progress, write_probe_source
 from .probe_checks import check_probe_build, check_probe_load
 from .text import message_and_fix
+from .torch_hook_checks import check_torch_hooks
 
 __all__ = ["COMPILE_CHECKS", "Check", "check_names", "provider_load_failed", "run_doctor"]
 
@@ -35,6 +37,7 @@ def run_doctor(
     progress: Progress | None = None,
     loader: FreshPython | None = None,
     compile: bool = False,
+    backend_init: BackendInit | None = None,
 ) -> list[Check]:
     """Run every static check in order, handing each to ``on_check`` as soon as it is done
     (``compile``: the checks of ``--compile`` follow, run by the caller).
@@ -42,12 +45,16 @@ def run_doctor(
     ``progress(message)`` is called before each build and returns a function that ends
     the progress display. ``loader`` is the fresh Python the probe is loaded in (started
     as early as possible: its ``import torch`` runs meanwhile; by default, now); it is
-    ended when the checks are.
+    ended when the checks are. ``backend_init``: what came of the device module's
+    ``_inductor_backend_init``, when the caller ran it (``run_backend_init``) before it
+    looked the device up; by default, doctor runs it first, as a compile does.
     """
     context = Context(device_type, aot_mode, source, work)
+    context.backend_init = backend_init or run_backend_init()
     write_probe_source(work)
     steps: list[Callable[[Context], Check]] = [
         check_hook,
+        check_torch_hooks,
         check_device_asked,
         check_options,
         check_flags,

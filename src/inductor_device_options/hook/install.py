@@ -18,13 +18,25 @@ Importing torch._inductor costs about a second, so nothing here imports it eager
 
 from __future__ import annotations
 
+import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .. import _state
-from .._torch_names import CPP_BUILDER, FUNCTION, REGISTER, REGISTRY
+from .._torch_names import (
+    CODEGEN_COMMON,
+    COMPILE_FX,
+    COMPILE_FX_FUNCTION,
+    CPP_BUILDER,
+    CPP_UTILS,
+    DEVICE_TO_ATEN,
+    FUNCTION,
+    INIT_BACKEND_REGISTRATION,
+    REGISTER,
+    REGISTRY,
+)
 from ..lookup.device_types import RESERVED_DEVICE_TYPES
 from .backports import (
     BACKPORT_MARK,
@@ -120,8 +132,42 @@ def _forward_registration(device_type: str) -> None:
         installation.native_register(device_type, native_dispatcher)
 
 
+#: The modules of torch the package installs into when they are imported, and what installs:
+#: the hook into cpp_builder, and torch 2.15's codegen hooks before 2.15 (their modules are
+#: imported only with the module they serve).
+INSTALLERS = {
+    CPP_BUILDER: f"{__name__}:install",
+    CPP_UTILS: f"{__package__}.aten_device_type:install",
+    CODEGEN_COMMON: f"{__package__}.backend_init:install_into_common",
+    COMPILE_FX: f"{__package__}.backend_init:install_into_compile_fx",
+}
+#: What each module defines once it is executed far enough to install into.
+_READY = {
+    CPP_BUILDER: FUNCTION,
+    CPP_UTILS: DEVICE_TO_ATEN,
+    CODEGEN_COMMON: INIT_BACKEND_REGISTRATION,
+    COMPILE_FX: COMPILE_FX_FUNCTION,
+}
+
+
+def _install_into(module: ModuleType) -> None:
+    installer = INSTALLERS.get(module.__name__)
+    if installer is None or module.__dict__.get(_READY[module.__name__]) is None:
+        return
+    module_name, function = installer.split(":")
+    getattr(importlib.import_module(module_name), function)(module)
+
+
+def rebind(name: str, original: object, replacement: object) -> None:
+    """Put ``replacement`` wherever torch's modules bound ``original`` as ``name`` (a module
+    that imported it by name before the package installed keeps no stale copy)."""
+    for module_name, module in list(sys.modules.items()):
+        if module_name.startswith("torch.") and getattr(module, name, None) is original:
+            module.__dict__[name] = replacement
+
+
 class _InstallAfterExec:
-    """Wraps cpp_builder's loader. (Plain classes: importlib.abc costs milliseconds.)"""
+    """Wraps a watched module's loader. (Plain classes: importlib.abc costs milliseconds.)"""
 
     def __init__(self, loader: Any):
         self._loader = loader
@@ -132,13 +178,13 @@ class _InstallAfterExec:
 
     def exec_module(self, module: ModuleType) -> None:
         self._loader.exec_module(module)
-        install(module)
+        _install_into(module)
 
     def __getattr__(self, name: str) -> Any:  # get_source, get_filename, ... for tools
         return getattr(self._loader, name)
 
 
-class _CppBuilderImportWatcher:
+class _ImportWatcher:
     """Stays on sys.meta_path: ``importlib.reload(cpp_builder)`` finds the module's spec
     again, and executing it anew writes torch's function past the chain."""
 
@@ -153,7 +199,7 @@ class _CppBuilderImportWatcher:
         path: Sequence[str] | None,
         target: ModuleType | None = None,
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname != CPP_BUILDER:
+        if fullname not in INSTALLERS:
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -170,8 +216,9 @@ class _CppBuilderImportWatcher:
 
 def arm() -> None:
     """Install the hook now if ``torch._inductor.cpp_builder`` is imported, else as soon as
-    it is. Cheap and idempotent; ``import inductor_device_options`` calls it (and so does
-    ``import torch``, through the package's ``torch.backends`` entry point).
+    it is (and torch 2.15's codegen hooks, before 2.15, with their modules). Cheap and
+    idempotent; ``import inductor_device_options`` calls it (and so does ``import torch``,
+    through the package's ``torch.backends`` entry point).
 
     Call it again after writing ``cpp_builder.__dict__["get_cpp_torch_device_options"]``
     directly, the one assignment the hook does not see, to install the hook over it.
@@ -182,8 +229,16 @@ def arm() -> None:
     """
     with _state.lock:
         if not _state.watcher or _state.watcher[0] not in sys.meta_path:
-            _state.watcher[:] = [_CppBuilderImportWatcher()]
+            _state.watcher[:] = [_ImportWatcher()]
             sys.meta_path.insert(0, _state.watcher[0])
-        module = sys.modules.get(CPP_BUILDER)
-        if module is not None and module.__dict__.get(FUNCTION) is not None:
-            install(module)
+    install_imported(INSTALLERS)
+
+
+def install_imported(names: Iterable[str]) -> None:
+    """Install into those of the watched modules ``names`` that are imported already (an
+    import that went past the watcher)."""
+    with _state.lock:
+        for name in names:
+            module = sys.modules.get(name)
+            if module is not None:
+                _install_into(module)

@@ -83,9 +83,11 @@ def setup(
 
     Builds (when out of date) and loads the C++ backend and the SDK's runtime
     library under ``cache_dir`` (default: ``default_cache_dir()``), names
-    PrivateUse1 "sampledev", registers the Inductor backend and the device's C++
-    options. Idempotent; a second call with another ``cache_dir`` is an error,
-    since a process can load the backend only once.
+    PrivateUse1 "sampledev", gives it a device module whose ``_inductor_backend_init``
+    registers the Inductor backend at the first compile, and registers the device's
+    C++ options; nothing of ``torch._inductor`` is imported. Idempotent; a second
+    call with another ``cache_dir`` is an error, since a process can load the
+    backend only once.
     """
     global _device
     requested = Path(cache_dir).resolve() if cache_dir is not None else None
@@ -121,7 +123,6 @@ def _build_and_register(cache_dir: Path, verbose: bool) -> SampleDevice:
     import torch
 
     from .device import load_extension, register_device
-    from .inductor_backend import register_inductor_backend
 
     # A build per torch version: the extension links against libtorch's C++ ABI.
     torch_build_dir = cache_dir / f"torch-{torch.__version__}"
@@ -131,8 +132,9 @@ def _build_and_register(cache_dir: Path, verbose: bool) -> SampleDevice:
         runtime_library=build_runtime_library(cache_dir / "sdk" / "lib"),
     )
     load_extension(device.extension_build_dir, verbose=verbose)
+    # The device module's _inductor_backend_init registers the Inductor backend at the first
+    # compile; registering the C++ options imports nothing of Inductor.
     register_device()
-    register_inductor_backend()
     register_cpp_device_options(DEVICE_NAME, sdk_cpp_device_options)
     return device
 

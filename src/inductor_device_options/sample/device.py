@@ -8,11 +8,10 @@ from types import ModuleType
 
 import torch
 
-from .sdk import DEVICE_NAME
+from .sdk import DEVICE_COUNT, DEVICE_NAME
 
 EXTENSION_NAME = "sampledev_backend"
 EXTENSION_SOURCE = Path(__file__).resolve().parent / "csrc" / "sampledev_backend.cpp"
-DEVICE_COUNT = 1
 
 
 def load_extension(build_dir: Path, *, verbose: bool = False) -> None:
@@ -73,7 +72,15 @@ def _make_device_module() -> ModuleType:
     def manual_seed_all(seed: int) -> None:
         del seed
 
+    def _inductor_backend_init() -> None:
+        # torch 2.15 calls this before the device's first compile needs it (this package
+        # does before 2.15): importing torch keeps torch._inductor out.
+        from .inductor_backend import register_inductor_backend
+
+        register_inductor_backend()
+
     for function in (
+        _inductor_backend_init,
         is_available,
         device_count,
         current_device,

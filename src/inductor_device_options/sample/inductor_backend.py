@@ -1,13 +1,21 @@
 """TorchInductor's side of "sampledev": the device's memory is host memory, so it
 reuses Inductor's CPU C++ kernels; what differs is the device name the wrappers
-report, which is what selects the device's headers and C++ options."""
+report, which is what selects the device's headers and C++ options.
+
+Written once against torch 2.15's out-of-tree contract, with no branch on torch's
+version: torch calls :func:`register_inductor_backend` through the device module's
+``_inductor_backend_init`` before the device's first compile, and the generated C++
+names the device's ATen type from ``aten_device_type()`` (before 2.15 this package
+provides both hooks). Importing this module imports ``torch._inductor``: only that
+hook does.
+"""
 
 # torch's Inductor codegen classes are not typed: calls into them need
 # ``type: ignore[no-untyped-call]`` under mypy --strict.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch._dynamo.device_interface import (
@@ -22,13 +30,9 @@ from torch._inductor.codegen.common import (
 )
 from torch._inductor.codegen.cpp import CppScheduling
 from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
-from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
+from torch._inductor.codegen.wrapper import PythonWrapperCodegen
 
-if TYPE_CHECKING:  # torch 2.6 has no graph partitions: no GraphPartitionSignature
-    from torch._inductor.ir import GraphPartitionSignature
-
-from .device import DEVICE_COUNT
-from .sdk import DEVICE_NAME
+from .sdk import DEVICE_COUNT, DEVICE_NAME
 
 
 class SampledevDeviceOpOverrides(DeviceOpOverrides):
@@ -49,6 +53,10 @@ class SampledevDeviceOpOverrides(DeviceOpOverrides):
     def cpp_kernel_type(self) -> str:
         return "void*"
 
+    def aten_device_type(self) -> str:
+        # The generated C++ caches the device type with aoti_torch_device_type_privateuse1().
+        return "at::kPrivateUse1"
+
 
 class SampledevPythonWrapperCodegen(PythonWrapperCodegen):
     """Python wrapper (plain ``torch.compile``): calls the C++ kernels as for CPU."""
@@ -58,13 +66,13 @@ class SampledevPythonWrapperCodegen(PythonWrapperCodegen):
         is_subgraph: bool,
         subgraph_name: str | None,
         parent_wrapper: PythonWrapperCodegen | None,
-        partition_signatures: GraphPartitionSignature | None = None,
+        *partition_signatures: Any,
     ) -> PythonWrapperCodegen:
-        if is_subgraph:
-            assert subgraph_name is not None and parent_wrapper is not None
-            if partition_signatures is None:  # torch 2.6 passes and takes no signatures
-                return SubgraphPythonWrapperCodegen(subgraph_name, parent_wrapper)
-            return SubgraphPythonWrapperCodegen(subgraph_name, parent_wrapper, partition_signatures)
+        if is_subgraph:  # a subgraph's wrapper is torch's own
+            wrapper: PythonWrapperCodegen = PythonWrapperCodegen.create(
+                is_subgraph, subgraph_name, parent_wrapper, *partition_signatures
+            )
+            return wrapper
         return SampledevPythonWrapperCodegen()  # type: ignore[no-untyped-call]
 
     def _generate_kernel_call_helper(
@@ -102,17 +110,9 @@ class SampledevCppWrapperCodegen(CppWrapperCpu):
         is_subgraph: bool,
         subgraph_name: str | None,
         parent_wrapper: PythonWrapperCodegen | None,
-        partition_signatures: GraphPartitionSignature | None = None,
+        *partition_signatures: Any,
     ) -> PythonWrapperCodegen:
         return SampledevCppWrapperCodegen()
-
-    def codegen_device(self, device: torch.device) -> str:
-        # Inductor's table of device types knows only its own devices; the
-        # sampledev headers define aoti_torch_device_type_sampledev() for this.
-        if device.type != DEVICE_NAME:
-            return str(super().codegen_device(device))  # type: ignore[no-untyped-call]
-        self.used_cached_devices.add(DEVICE_NAME)
-        return f"cached_torch_device_type_{DEVICE_NAME}, {device.index or 0}"
 
 
 class SampledevDeviceInterface(DeviceInterface):
@@ -179,7 +179,8 @@ class SampledevDeviceInterface(DeviceInterface):
 
 
 def register_inductor_backend() -> None:
-    """Tell Dynamo and Inductor how to compile for "sampledev"."""
+    """Tell Dynamo and Inductor how to compile for "sampledev": the device module's
+    ``_inductor_backend_init``."""
     register_interface_for_device(DEVICE_NAME, SampledevDeviceInterface)
     register_device_op_overrides(DEVICE_NAME, SampledevDeviceOpOverrides())
     register_backend_for_device(

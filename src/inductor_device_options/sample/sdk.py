@@ -14,6 +14,7 @@ from pathlib import Path
 from .. import CppDeviceOptions, default_cpp_device_options, runpath
 
 DEVICE_NAME = "sampledev"
+DEVICE_COUNT = 1
 DEVICE_MACRO = "SAMPLEDEV_DEVICE"
 RUNTIME_LIBRARY = "sampledev_runtime"
 RUNTIME_LIBRARY_FILE = f"lib{RUNTIME_LIBRARY}.so"

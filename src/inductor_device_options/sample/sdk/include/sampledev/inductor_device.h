@@ -13,14 +13,6 @@
 #include <sampledev/runtime.h>
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>
 
-#include <cstdint>
-
-// The generated code caches the device type of its buffers with
-// CACHE_TORCH_DEVICE(sampledev), which calls this function.
-inline int32_t aoti_torch_device_type_sampledev() {
-  return aoti_torch_device_type_privateuse1();
-}
-
 namespace sampledev::detail {
 // Runs when the compiled module is loaded: the module needs the runtime
 // library, so it is in the module's NEEDED entries and resolved by the loader.

@@ -1,0 +1,131 @@
+"""torch 2.15's ``DeviceOpOverrides.aten_device_type()`` and ``cpp_utils.device_to_aten()``
+on torch before 2.15.
+
+torch 2.15's C++ wrapper asks the device's registered ``DeviceOpOverrides`` which
+``at::k...`` device type to emit for a device (``codegen_device``, ``codegen_ivalue``).
+Earlier torch reads the fixed dict ``cpp_utils.DEVICE_TO_ATEN`` and asserts the device is in
+it. When ``cpp_utils`` is imported, :func:`install` replaces that dict with
+:class:`AtenDeviceTypes`: the same entries, which always win (torch's own and those a
+backend writes), and for any other device the answer of its overrides' ``aten_device_type()``,
+validated as torch 2.15 validates it. A device whose overrides do not define it is not in the
+dict, as before: torch's own assertion reports it. ``cpp_utils.device_to_aten`` is given under
+its 2.15 name.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+from .._torch_names import ATEN_DEVICE_TYPE, DEVICE_TO_ATEN, DEVICE_TO_ATEN_FUNCTION
+from .backports import BACKPORT_MARK
+from .install import rebind
+
+
+class NoAtenDeviceType(RuntimeError):
+    """The device has no ``DeviceOpOverrides`` defining ``aten_device_type()`` (torch 2.15's
+    message and type)."""
+
+
+def aten_device_type_of(device_type: str) -> str:
+    """What the device's registered overrides answer, validated as torch 2.15 does.
+
+    Raises:
+        NoAtenDeviceType: no overrides are registered, or they do not define it.
+        RuntimeError: the answer is not an ``at::k<identifier>`` expression.
+    """
+    from torch._inductor.codegen.common import DeviceOpOverrides, get_device_op_overrides
+
+    try:
+        overrides = get_device_op_overrides(device_type)
+    except KeyError:
+        overrides = None  # torch 2.13 raises KeyError; 2.6 returns None
+    if overrides is None:
+        raise NoAtenDeviceType(
+            f"No ATen device type mapping for {device_type}: no DeviceOpOverrides "
+            f"is registered; call register_device_op_overrides({device_type!r}, ...)."
+        )
+    name = type(overrides).__name__
+    method = getattr(type(overrides), ATEN_DEVICE_TYPE, None)
+    if method is None or method is getattr(DeviceOpOverrides, ATEN_DEVICE_TYPE, None):
+        raise NoAtenDeviceType(
+            f"No ATen device type mapping for {device_type}: "
+            f"{name} does not implement aten_device_type()."
+        )
+    aten_device_type = overrides.aten_device_type()  # type: ignore[attr-defined]
+    if not isinstance(aten_device_type, str) or not aten_device_type.startswith("at::k"):
+        raise RuntimeError(
+            f"{name}.aten_device_type() must return an ATen device type expression "
+            f"starting with 'at::k', got {aten_device_type!r}"
+        )
+    if not aten_device_type[len("at::k") :].isidentifier():
+        raise RuntimeError(
+            f"{name}.aten_device_type() must return an ATen device type expression with "
+            f"a valid identifier suffix after 'at::k', got {aten_device_type!r}"
+        )
+    return aten_device_type
+
+
+class AtenDeviceTypes(dict[str, str]):
+    """``cpp_utils.DEVICE_TO_ATEN`` that also knows every device whose overrides define
+    ``aten_device_type()``. Its own entries win, then those written to the dict it replaced
+    (a backend may hold that one by name), then the overrides."""
+
+    def __init__(self, replaced: dict[str, str]):
+        super().__init__(replaced)
+        self.replaced = replaced
+
+    def _asked(self, device_type: object) -> str | None:
+        if not isinstance(device_type, str):
+            return None
+        if dict.__contains__(self, device_type):
+            return dict.__getitem__(self, device_type)
+        if device_type in self.replaced:
+            return self.replaced[device_type]
+        try:
+            return aten_device_type_of(device_type)
+        except NoAtenDeviceType:
+            return None
+
+    def __contains__(self, device_type: object) -> bool:
+        return self._asked(device_type) is not None
+
+    def __missing__(self, device_type: str) -> str:
+        found = self._asked(device_type)
+        if found is None:
+            raise KeyError(device_type)
+        return found
+
+    def get(self, device_type: str, default: Any = None) -> Any:
+        found = self._asked(device_type)
+        return default if found is None else found
+
+
+def install(cpp_utils: ModuleType) -> None:
+    """Backport into an imported ``cpp_utils``; nothing where torch has ``device_to_aten``
+    (2.15) or where this ran already."""
+    native = cpp_utils.__dict__.get(DEVICE_TO_ATEN_FUNCTION)
+    table = cpp_utils.__dict__.get(DEVICE_TO_ATEN)
+    if native is not None and not getattr(native, BACKPORT_MARK, False):
+        return
+    if not isinstance(table, dict) or isinstance(table, AtenDeviceTypes):
+        return
+    rebind(DEVICE_TO_ATEN, table, AtenDeviceTypes(table))
+    module_dict = cpp_utils.__dict__
+
+    def device_to_aten(device_type: str) -> str:
+        """The ``at::k...`` device type of ``device_type`` (torch 2.15's name and errors; an
+        entry of ``DEVICE_TO_ATEN`` wins).
+
+        (Backported by inductor-device-options.)
+        """
+        if device_type == "meta":  # as torch 2.15: meta has no registered overrides
+            return "at::kMeta"
+        entries = module_dict[DEVICE_TO_ATEN]  # the module global, read at call time
+        if device_type in entries:
+            return str(entries[device_type])
+        return aten_device_type_of(device_type)
+
+    device_to_aten.__module__ = cpp_utils.__name__
+    setattr(device_to_aten, BACKPORT_MARK, True)
+    module_dict[DEVICE_TO_ATEN_FUNCTION] = device_to_aten

@@ -1,0 +1,125 @@
+"""torch 2.15's ``_inductor_backend_init`` on torch before 2.15.
+
+A PrivateUse1 device module may define ``_inductor_backend_init``, a no-arg callable that
+registers the device with Inductor (``register_backend_for_device`` and whatever else it
+needs), so that ``import torch`` never imports ``torch._inductor``. torch 2.15 calls it
+while the device is unregistered, under Dynamo's compile lock, from
+``init_backend_registration`` and in ``compile_fx`` before the decomposition table is taken.
+
+Before 2.15 :func:`install_into_common` wraps ``codegen.common.init_backend_registration``
+(torch's own registration first, then the hook, as 2.15 orders them) and
+:func:`install_into_compile_fx` wraps ``_compile_fx_main``, where 2.15 calls it. The hook
+runs as 2.15 runs it: only while the device is unregistered, once per thread at a time (a
+re-entering hook does not fire itself again), other threads waiting on the lock; an
+exception propagates and the next compile calls it again. Without a
+device module defining it, both wrappers only call what they wrap.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from .. import _state
+from .._torch_names import (
+    BACKEND_INIT,
+    CODEGEN_COMMON,
+    COMPILE_FX_FUNCTION,
+    COMPILE_FX_MAIN,
+    INIT_BACKEND_REGISTRATION,
+    NATIVE_BACKEND_INIT_FLAG,
+)
+from .backports import BACKPORT_MARK
+from .install import rebind
+
+# Imported with Inductor's codegen, so torch is imported already.
+_privateuse1_backend_name = torch._C._get_privateuse1_backend_name
+
+
+def pending_backend_init() -> Callable[[], Any] | None:
+    """The PrivateUse1 device module's ``_inductor_backend_init`` while the device is not
+    registered with Inductor, else ``None``. (On every registration Inductor asks for.)"""
+    device_type = _privateuse1_backend_name()
+    if device_type == "privateuseone":
+        return None
+    hook = getattr(getattr(torch, device_type, None), BACKEND_INIT, None)
+    if hook is None or _is_registered(device_type):
+        return None
+    return hook  # type: ignore[no-any-return]
+
+
+def _is_registered(device_type: str) -> bool:
+    common = sys.modules[CODEGEN_COMMON]
+    return common.get_scheduling_for_device(device_type) is not None
+
+
+def run_backend_init() -> None:
+    """Call the pending hook, if any, as torch 2.15 does."""
+    if pending_backend_init() is None:
+        return
+    from torch._dynamo.convert_frame import compile_lock
+
+    with compile_lock:
+        # Again under the lock: another thread may have registered the device meanwhile.
+        hook = pending_backend_init()
+        if hook is None or _state.backend_init_in_progress[0]:
+            return
+        _state.backend_init_in_progress[0] = True
+        try:
+            hook()
+        finally:
+            _state.backend_init_in_progress[0] = False
+
+
+def install_into_common(common: ModuleType) -> None:
+    """Wrap ``init_backend_registration`` (and rebind it where it was imported by name);
+    nothing where torch calls the hook itself (2.15) or where this ran already."""
+    if NATIVE_BACKEND_INIT_FLAG in common.__dict__:
+        return
+    registration = common.__dict__.get(INIT_BACKEND_REGISTRATION)
+    if registration is None or getattr(registration, BACKPORT_MARK, False):
+        return
+
+    @functools.wraps(registration)
+    def init_backend_registration() -> None:
+        registration()
+        run_backend_init()
+
+    for name in ("cache_clear", "cache_info"):  # torch before 2.15 caches it
+        if hasattr(registration, name):
+            setattr(init_backend_registration, name, getattr(registration, name))
+    setattr(init_backend_registration, BACKPORT_MARK, True)
+    rebind(INIT_BACKEND_REGISTRATION, registration, init_backend_registration)
+
+
+def install_into_compile_fx(compile_fx: ModuleType) -> None:
+    """Run a pending hook, after torch's own registration, where torch 2.15 does: at the top of
+    ``_compile_fx_main``, before the decomposition table is taken (torch without it, 2.6:
+    ``compile_fx``'s own call that takes the table, the one with its config patches applied).
+    Nothing where torch calls the hook itself. (``select_decomp_table`` itself stays: the FX
+    graph cache pickles it into its keys by name.)"""
+    common = sys.modules.get(CODEGEN_COMMON)
+    if common is None or NATIVE_BACKEND_INIT_FLAG in common.__dict__:
+        return
+    name = COMPILE_FX_MAIN if COMPILE_FX_MAIN in compile_fx.__dict__ else COMPILE_FX_FUNCTION
+    compile_main = compile_fx.__dict__.get(name)
+    if compile_main is None or getattr(compile_main, BACKPORT_MARK, False):
+        return
+    config = compile_fx.__dict__["config"]
+
+    @functools.wraps(compile_main)
+    def with_backend_init(*args: Any, **kwargs: Any) -> Any:
+        takes_table = name == COMPILE_FX_MAIN or not (
+            kwargs.get("config_patches") or (len(args) > 3 and args[3]) or config.cpp_wrapper
+        )
+        if takes_table and pending_backend_init() is not None:
+            common.__dict__[INIT_BACKEND_REGISTRATION]()
+        return compile_main(*args, **kwargs)
+
+    setattr(with_backend_init, BACKPORT_MARK, True)
+    rebind(name, compile_main, with_backend_init)
