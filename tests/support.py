@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
 import os
+import re
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -236,3 +238,89 @@ def creating_needs_op_overrides() -> bool:
     except KeyError:
         return True
     return False
+
+
+# --- the messages the docs quote ----------------------------------------------------------
+
+#: The page indexed by doctor's messages: each is quoted in a bold code span (**`...`**).
+TROUBLESHOOTING = TESTS_DIR.parent / "docs" / "guides" / "troubleshooting.md"
+
+#: The words a quote writes in capitals for what varies (a device, a type, a count...):
+#: each matches any text. Other capitals (FAIL, SKIP, WARN, MODULE:CALLABLE) are literal.
+PLACEHOLDERS = frozenset(
+    {
+        "CODEGEN",
+        "DEVICE",
+        "DIR",
+        "DIRS",
+        "F",
+        "FIELD",
+        "HEADER",
+        "LIBRARY",
+        "M",
+        "METHOD",
+        "N",
+        "NAME",
+        "PROVIDER",
+        "TYPE",
+        "VALUE",
+        "VERSION",
+        "X",
+    }
+)
+_BOLD_CODE = re.compile(r"\*\*(`+)(.+?)\1\*\*", re.DOTALL)
+# A word in capitals: not part of a capitalised word ("Inductor", "AOTInductor"), but it
+# may follow lower case ("libNAME.so").
+_CAPITALS = re.compile(r"(?<![A-Z])[A-Z][A-Z_]*(?![A-Za-z_])")
+
+
+def normalised(text: str) -> str:
+    """``text`` with each run of whitespace one space (a quote may wrap across lines)."""
+    return " ".join(text.split())
+
+
+def quotes_of(page: str) -> list[str]:
+    """The messages ``page`` quotes: the text of each bold code span, normalised."""
+    return [normalised(match.group(2)) for match in _BOLD_CODE.finditer(page)]
+
+
+def quote_pattern(quote: str) -> re.Pattern[str]:
+    """What ``quote`` stands for: a placeholder or ``...`` matches any text, the rest is
+    literal; the match starts and ends at word boundaries (a quote may be part of a message,
+    as the doc quotes the part of a cause it explains)."""
+    parts = []
+    for piece in re.split(r"(\.\.\.)", quote):
+        if piece == "...":
+            parts.append(".*?")
+            continue
+        end = 0
+        for word in _CAPITALS.finditer(piece):
+            if word.group() in PLACEHOLDERS:
+                parts += [re.escape(piece[end : word.start()]), ".+?"]
+                end = word.end()
+        parts.append(re.escape(piece[end:]))
+    return re.compile(r"(?<!\w)" + "".join(parts) + r"(?!\w)")
+
+
+def quote_matches(quote: str, messages: Iterable[str]) -> bool:
+    pattern = quote_pattern(quote)
+    return any(pattern.search(normalised(message)) for message in messages)
+
+
+def closest(quote: str, messages: Iterable[str], count: int = 3) -> list[str]:
+    """The messages most like ``quote``, to show beside a quote none matches."""
+    shown = {normalised(message)[:300] for message in messages}
+    return difflib.get_close_matches(quote, shown, n=count, cutoff=0)
+
+
+def assert_quoted(quote: str, produced: Iterable[str], page: Path = TROUBLESHOOTING) -> None:
+    """``quote`` is quoted on ``page`` (troubleshooting.md) and matches a message ``produced``
+    by a real run: a test that produces a message the page quotes calls it with what it got,
+    so that neither can change alone. tests/test_docs_messages.py checks the other quotes,
+    and that each quote is covered."""
+    produced = list(produced)
+    assert quote in quotes_of(page.read_text()), f"{page.name} does not quote {quote!r}"
+    assert quote_matches(quote, produced), (
+        f"{page.name} quotes {quote!r}, but no message matches it; the closest:\n"
+        + "\n".join(closest(quote, produced))
+    )

@@ -40,4 +40,5 @@ def test_benchmark_smoke_run_prints_the_table_and_writes_json(tmp_path: Path) ->
         "fingerprint",
     }
     for result in report["results"]:
-        assert result["value"] > 0 or result["key"] == "import"  # import: a difference
+        # import and backend_init are differences (backend_init: 0 where nothing is wrapped)
+        assert result["value"] > 0 or result["key"] in ("import", "backend_init")

@@ -973,3 +973,22 @@ def test_show_and_doctor_say_when_the_builds_ask_for_another_device(tmp_path: Pa
         out.splitlines()
     )
     assert "set self.device = 'cliasked' before super().__init__()" in out
+
+
+def test_a_usage_error_with_json_prints_argparse_s_usage_to_stderr_too(tmp_path: Path) -> None:
+    """What docs/reference/cli.md says of --json: a usage error is the one thing on stderr."""
+    run = run_cli(tmp_path, ["doctor", "--json", "--no-such-option"])
+    assert run.returncode == cli.EXIT_USAGE == 2
+    assert json.loads(run.stdout)["error"] == {
+        "type": "UsageError",
+        "message": "unrecognized arguments: --no-such-option",
+        "provider": None,
+    }
+    assert run.stderr.startswith(f"usage: {cli.PROG} ")
+    assert "error: unrecognized arguments: --no-such-option" in run.stderr
+
+
+def test_doctor_all_does_not_call_a_skipped_device_passed(tmp_path: Path) -> None:
+    """Here the bundled npu provider is the only device, skipped (torch_npu is missing)."""
+    out = text_of(run_cli(tmp_path, ["doctor", "--all"]), 0)
+    assert out.splitlines()[-1] == "0 of 1 devices passed; skipped: npu."

@@ -101,3 +101,41 @@ def test_the_python_range_is_what_the_matrix_proves() -> None:
     assert _classified_pythons() == proven
     oldest, newest = proven[0], proven[-1]
     assert f"Python {oldest} to {newest}" in README.read_text()
+
+
+def _listed(text: str) -> list[str]:
+    """``"a, b and c"`` -> ``["a", "b", "c"]``."""
+    return re.split(r", | and ", text)
+
+
+def test_the_range_the_docs_state_is_what_the_matrix_ran() -> None:
+    """README and the docs' index name exactly the torch releases and Pythons of the matrix's
+    latest results, and the releases of noxfile's matrix, and say what is inferred."""
+    import json
+
+    sessions = json.loads((ROOT / "docs" / "_generated" / "matrix.json").read_text())["sessions"]
+    releases = sorted(
+        {session["release"] for session in sessions}, key=lambda v: tuple(map(int, v.split(".")))
+    )
+    pythons = sorted(
+        {".".join(session["python"].split(".")[:2]) for session in sessions},
+        key=lambda v: tuple(map(int, v.split("."))),
+    )
+    sys.path.insert(0, str(ROOT))
+    try:
+        import noxfile
+    finally:
+        sys.path.remove(str(ROOT))
+    assert releases == list(noxfile.TORCH_RELEASES)
+    minors = [int(python.split(".")[1]) for python in pythons]
+    unrun = [f"3.{minor}" for minor in range(minors[0], minors[-1]) if minor not in minors]
+    for page in (README, ROOT / "docs" / "index.md"):
+        text = " ".join(page.read_text().split())
+        stated = re.search(r"The torch matrix runs torch (.+?), on Python (.+?) \(", text)
+        assert stated is not None, page
+        assert _listed(stated.group(1)) == releases, page
+        assert _listed(stated.group(2)) == pythons, page
+        assert f"the releases between and Python {' and '.join(unrun)} are inferred, not run" in (
+            text
+        ), page
+        assert "every torch from" not in text, page

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -135,3 +136,12 @@ def test_the_benchmarks_table_says_when_and_under_what_load(
         **({"run": run} if run else {}),
     }
     assert benchmarks.markdown_table(report).splitlines()[0] == expected
+
+
+def test_the_benchmark_notes_name_only_rows_of_the_table(benchmarks: ModuleType) -> None:
+    """Each note under the table is about a row, by the key the table shows."""
+    page = (ROOT / "docs" / "tables" / "benchmarks.md").read_text()
+    notes = page.split("Notes, by benchmark key:", 1)[1]
+    keys = re.findall(r"^- `(\w+)`", notes, re.MULTILINE)
+    assert keys, "no notes found"
+    assert set(keys) <= set(benchmarks.RESULT_KEYS), set(keys) - set(benchmarks.RESULT_KEYS)

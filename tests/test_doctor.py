@@ -25,6 +25,7 @@ import torch
 from support import (
     DOCTOR_CHECKS,
     aoti_device_header,
+    assert_quoted,
     cpp_wrapper_device_header,
     creating_needs_op_overrides,
     shared_test_dir,
@@ -506,7 +507,13 @@ def test_a_codegen_that_reports_its_device_needs_the_header_torch_precompiles(
 
     header = "torch/csrc/inductor/cpp_wrapper/acmeasked.h"
     if shipped:
-        assert all_pass(checks), checks
+        # torch 2.6 calls none of the codegen's include methods: torch_hooks warns there.
+        calls_includes = any(
+            hasattr(CppWrapperCpu, name)
+            for name in ("get_device_include_path_jit", "get_device_include_path")
+        )
+        assert checks["torch_hooks"].status == ("pass" if calls_includes else "warn"), checks
+        assert all_pass({name: c for name, c in checks.items() if name != "torch_hooks"}), checks
         return
     if not hasattr(codecache, "_get_cpp_wrapper_header"):
         pytest.skip(f"torch {torch.__version__} precompiles no header")
@@ -700,6 +707,7 @@ def test_an_error_of_the_package_itself_is_an_internal_error_not_the_provider_s(
     assert "raised outside any call of the provider" in problem.cause
     assert f"{__file__}:" in problem.cause and "in broken_fresh_options" in problem.cause
     assert "not of the provider: please report it" in problem.fix
+    assert_quoted("inductor-device-options failed (internal error TYPE)", [check.summary])
 
 
 def test_an_error_raised_by_the_provider_is_the_provider_s(sdk: Sdk, tmp_path: Path) -> None:
@@ -710,6 +718,45 @@ def test_an_error_raised_by_the_provider_is_the_provider_s(sdk: Sdk, tmp_path: P
     check = doctor("acme", raising, tmp_path)["options"]
     assert check.summary == "the provider raised UnicodeEncodeError"
     assert check.problems[0].fix == "fix the provider"  # the report's header names it
+
+
+def test_a_verdict_of_the_package_on_the_provider_is_said_to_be_the_package_s(
+    sdk: Sdk, tmp_path: Path
+) -> None:
+    def six_lists(device_type: str, aot_mode: bool, compile_only: bool) -> object:
+        return ([], [], [], [], [], [])
+
+    check = doctor("acme", six_lists, tmp_path)["options"]
+    assert check.summary == "inductor-device-options raised InvalidCppDeviceOptionsError"
+    [problem] = check.problems
+    assert problem.cause.startswith("InvalidCppDeviceOptionsError: ")
+    assert "test_doctor." in problem.cause and "six_lists" in problem.cause  # the provider named
+    assert problem.fix == "fix the provider"
+
+
+@pytest.mark.parametrize(
+    "error", [ascend.CannNotFoundError([("/opt/none", "no such dir")]), KeyError("home")]
+)
+def test_through_torch_s_door_what_the_callback_raises_is_the_provider_s(
+    tmp_path: Path, error: Exception
+) -> None:
+    """torch's doors are called as torch calls them, unmarked: whatever comes out of the
+    callback is its own, a CppDeviceOptionsError (an Ascend error) or not."""
+    import torch._inductor.cpp_builder as cpp_builder
+
+    def raising(device_type: str, aot_mode: bool, compile_only: bool) -> object:
+        raise error
+
+    cpp_builder.register_cpp_device_options("acmetorch", raising)  # type: ignore[attr-defined]
+    try:
+        source = ido.introspection.device_options_source("acmetorch")
+        assert (source.kind, source.guaranteed) == ("cpp_builder registration", False)
+        [check] = [
+            c for c in run_doctor("acmetorch", False, source, tmp_path) if c.name == "options"
+        ]
+    finally:
+        del cpp_builder._cpp_device_options_registry["acmetorch"]  # type: ignore[attr-defined]
+    assert check.summary == f"the provider raised {type(error).__name__}"
 
 
 # --- devices that already work ------------------------------------------------------------

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import DOCTOR_CHECKS, shared_test_dir
+from support import DOCTOR_CHECKS, assert_quoted, shared_test_dir
 
 import inductor_device_options as ido
 from inductor_device_options._autoload import SAMPLE_DIR_ENV
@@ -31,6 +31,7 @@ from inductor_device_options.sample import RUNTIME_LIBRARY, SDK_INCLUDE_DIR
 pytestmark = pytest.mark.usefixtures("clean_registry")
 
 COMPILE_CHECKS = ["compile_run", "builds_asked", "options_reached"]
+
 
 @pytest.fixture(scope="module")
 def compile_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -78,6 +79,11 @@ def test_the_sample_device_compiles_with_cpp_wrapper(compile_cache: Path) -> Non
     reached = str(checks["options_reached"]["summary"])
     assert f"include dirs: {SDK_INCLUDE_DIR}" in reached
     assert f"libraries: {RUNTIME_LIBRARY}" in reached
+    # The titles docs/guides/troubleshooting.md quotes.
+    titles = [str(check["title"]) for check in checks.values()]
+    assert_quoted("a real compile on the device", titles)
+    assert_quoted("the compile asked for the device", titles)
+    assert_quoted("the options reach g++", titles)
 
 
 def test_the_sample_device_compiles_loads_and_runs_with_aotinductor(compile_cache: Path) -> None:
@@ -92,6 +98,7 @@ def test_the_sample_device_compiles_loads_and_runs_with_aotinductor(compile_cach
     assert "aoti_load_package loaded it and ran it on sampledev" in str(
         checks["aoti_load"]["summary"]
     )
+    assert_quoted("the AOTInductor package loads and runs", [str(checks["aoti_load"]["title"])])
 
 
 def test_compile_is_refused_with_all() -> None:
@@ -183,6 +190,12 @@ def test_builds_that_never_ask_for_the_device_fail_builds_asked() -> None:
     assert "regdev_backend.options" not in problem.cause  # named in the header only
     assert "self.device = 'regdev' before super().__init__()" in problem.fix
     assert "torch/csrc/inductor/cpp_wrapper/regdev.h" in problem.fix
+    assert_quoted("no build asked for 'DEVICE'", [checks["builds_asked"].summary])
+    assert_quoted(
+        "while compiling on DEVICE Inductor asked get_cpp_torch_device_options for 'cpu' N "
+        "times, never for 'DEVICE' ...",
+        [problem.cause],
+    )
 
 
 def test_an_option_missing_from_every_command_fails_options_reached() -> None:
@@ -202,6 +215,12 @@ def test_an_option_missing_from_every_command_fails_options_reached() -> None:
     check = checks["options_reached"]
     assert (check.status, check.summary) == ("fail", "1 of 3 never reached g++")
     assert check.problems[0].cause.endswith("has them: -I/opt/regdev/include")
+    assert_quoted("N of M never reached g++", [check.summary])
+    assert_quoted(
+        "Inductor got these options for 'DEVICE', but no compiler command of the compile (...) "
+        "has them: ...",
+        [check.problems[0].cause],
+    )
     commands[1]["argv"].append("-I/opt/regdev/include")
     assert judge({**result, "commands": commands})["options_reached"].status == "pass"
 
@@ -209,7 +228,7 @@ def test_an_option_missing_from_every_command_fails_options_reached() -> None:
 def test_a_device_without_an_aoti_runner_fails_aoti_load() -> None:
     error = {
         "type": "RuntimeError",
-        "message": "Unsupported device key found when loading the model: regdev",
+        "message": "Unsupported device key found: regdev",  # torch's own words
         "lines": [],
     }
     result = recorded(questions=[question("regdev", False, aot_mode=True)])
@@ -217,6 +236,20 @@ def test_a_device_without_an_aoti_runner_fails_aoti_load() -> None:
     check = judge(result, aot_mode=True)["aoti_load"]
     assert check.status == "fail"
     assert "torch::inductor::RegisterAOTIModelRunner" in check.problems[0].fix
+    assert_quoted("... Unsupported device key found: DEVICE", [check.problems[0].cause])
+
+
+def test_a_compile_that_raises_fails_compile_run() -> None:
+    error = {"type": "CppCompileError", "message": "C++ compile error\n\nCommand: ...", "lines": []}
+    result = recorded()
+    result["steps"][1] = {"name": "compile", "ok": False, "error": error, "seconds": 1.0}  # type: ignore[index]
+    check = judge(result)["compile_run"]
+    assert (check.status, check.summary) == ("fail", "compiling x * 2 + 1 raised CppCompileError")
+    [problem] = check.problems
+    assert problem.cause.endswith("raised CppCompileError: C++ compile error")
+    assert_quoted(
+        "compiling x * 2 + 1 on DEVICE (cpp_wrapper) in a fresh python raised ...", [problem.cause]
+    )
 
 
 def test_a_compile_that_does_not_finish_is_killed_with_its_process_group(

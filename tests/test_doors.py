@@ -486,11 +486,26 @@ def test_a_function_assigned_after_the_hook_still_answers_before_the_interface(
     def replacement(device_type: str, aot_mode: bool = False, compile_only: bool = False) -> object:
         return (["REPLACED"], [], [], [], [], [], [])
 
+    name = f"test_doors.{replacement.__qualname__}"
     try:
         cpp_builder.get_cpp_torch_device_options = replacement
+        # Not called yet: whether it calls through is not known.
+        source = ido.introspection.device_options_source("mock")
+        assert source.kind == "device interface"
+        assert "asked only where " in source.description
+        assert ".<locals>.replacement (not called yet) calls through" in source.description
         assert cpp_builder.get_cpp_torch_device_options("mock")[0] == ["REPLACED"]
+        # Seen: introspection names what served, not the interface it hides.
+        source = ido.introspection.device_options_source("mock")
+        assert source.kind == "torch"
+        assert source.description.startswith(f"{name} over ")
+        assert source.description.endswith(
+            f"; {name} replaces it, so "
+            "test_doors.MockInterface.get_cpp_device_options is never asked"
+        )
     finally:
         cpp_builder.get_cpp_torch_device_options = saved
+    assert ido.introspection.device_options_source("mock").kind == "device interface"
 
 
 # --- the package's guarantees, on request --------------------------------------------------

@@ -26,6 +26,7 @@ from torch._inductor.cpp_builder import CppBuilder, CppTorchDeviceOptions
 
 import inductor_device_options as ido
 from inductor_device_options.demo.elf import read_dynamic_section
+from inductor_device_options.options import tools
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 
@@ -390,3 +391,49 @@ def test_the_word_after_xlinker_is_the_options_own(
     assert caught.value.field == refused
     assert "which hands the argument after it to" in str(caught.value)
     assert f"and it is the last of {refused}" in str(caught.value)
+
+
+# A value from the environment that is no path at all: only the environment says the comma
+# is not the provider's, and ld would get an option nobody wrote in code.
+ENV_OPTION = Case(
+    "env-option",
+    "ldflags",
+    "Wl,--undefined=acme_init,--some-option",
+    env={"ACME_SYMBOL": "acme_init,--some-option"},
+)
+
+
+def test_a_value_from_the_environment_with_a_comma_is_refused_path_or_not(world: World) -> None:
+    stock = build_as(world, "stock", [ENV_OPTION], "env-stock")["env-option"]
+    assert "ld: unrecognized option '--some-option'" in stock.output  # the control
+    package = build_as(world, "package", [ENV_OPTION], "env-package")["env-option"]
+    assert package.status == "refused"
+    assert package.argv("g++") is None
+    message = package.result["message"]
+    assert "holds the value of $ACME_SYMBOL ('acme_init,--some-option')" in message
+    assert "so ld receives ['--undefined=acme_init', '--some-option']" in message
+
+
+@pytest.mark.parametrize(
+    ("word", "environ", "refused"),
+    [
+        ("-Wl,--foo=x,y", {"MYV": "x,y"}, True),  # no path: refused all the same
+        ("-Wl,--foo=x,--wrap=malloc", {"MYV": "x,--wrap=malloc"}, True),
+        ("-Wa,--defsym,a=0,1", {"CUDA_VISIBLE_DEVICES": "0,1"}, True),  # cannot tell: refused
+        ("-Wl,-rpath,/opt/a,b/lib", {"HOME_DIR": "/opt/a,b"}, True),
+        ("-Wl,-z,now", {"CUDA_VISIBLE_DEVICES": "0,1"}, False),  # not in the word
+        ("-Wl,-z,now", {"SEPARATOR": ","}, False),  # a comma alone cuts no value
+        ("-Wl,-z,now", {"TRAILING": "now,"}, False),  # nor one at an end
+        ("-Wl,-z,now", {"LEADING": ",now"}, False),
+        ("-Wl,--foo=x", {"MYV": "x"}, False),  # no comma: one piece whatever it holds
+    ],
+)
+def test_which_environment_values_a_split_word_may_not_hold(
+    word: str, environ: dict[str, str], refused: bool
+) -> None:
+    prefix = word[:4]
+    problem = tools.split_word_problem(word, prefix, "ld", environ)
+    assert (problem is not None) == refused, problem
+    if refused:
+        [name] = environ
+        assert f"holds the value of ${name} ({environ[name]!r})" in str(problem)

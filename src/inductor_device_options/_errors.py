@@ -1,7 +1,7 @@
 """The errors this package raises, each naming the device and the provider at fault, and
 its one warning.
 
-Every error class is a :class:`CppDeviceOptionsError`, and each subclass is also the
+Every error class here is a :class:`CppDeviceOptionsError`, and each subclass is also the
 built-in exception it stands for (``ValueError``, ``TypeError``, ``ImportError``,
 ``RecursionError``), so that code catching those keeps working.
 """

@@ -176,19 +176,40 @@ def device_options_source(device_type: str) -> DeviceOptionsSource:
     if source is not None:
         description = source.description
         if source.fallback:
-            description += "; bundled: it gives way to the backend's own answer"
+            description += (
+                "; bundled: it gives way to a registration, another distribution's entry point "
+                "or the device's DeviceInterface"
+            )
         return DeviceOptionsSource(name, source.kind, description, source.guaranteed)
     interface = interface_answering(name)
-    if interface is not None:
-        return DeviceOptionsSource(name, "device interface", interface_description(interface))
     installation = current_installation()
+    adopted = installation.chain.adopted() if installation is not None else ()
+    # The interface is asked at the bottom, inside (or around) stock torch's function: a
+    # replacement adopted above it answers instead, as it would on torch 2.15.
+    replacements = [function for function in adopted if function.behaviour == "replacement"]
+    if interface is not None and not replacements:
+        description = interface_description(interface)
+        undecided = [
+            f"{function.description} ({function.behaviour})"
+            for function in adopted
+            if function.behaviour in ("not called yet", "wraps for some devices")
+        ]
+        if undecided:
+            description += "; asked only where " + ", ".join(undecided) + " calls through"
+        return DeviceOptionsSource(name, "device interface", description)
     if installation is None:
         return DeviceOptionsSource(name, "torch", "stock torch")
     descriptions = [
-        *(function.description for function in reversed(installation.chain.adopted())),
+        *(function.description for function in reversed(adopted)),
         _registry.describe_callable(installation.function_below),
     ]
-    return DeviceOptionsSource(name, "torch", " over ".join(descriptions))
+    description = " over ".join(descriptions)
+    if interface is not None:
+        description += (
+            f"; {replacements[-1].description} replaces it, so "
+            f"{interface_description(interface)} is never asked"
+        )
+    return DeviceOptionsSource(name, "torch", description)
 
 
 def known_device_options_sources() -> list[DeviceOptionsSource]:

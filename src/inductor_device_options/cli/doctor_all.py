@@ -76,6 +76,12 @@ def _closing_line(style: Style, results: list[Document], failed: list[str]) -> s
             + style.fail(f"{len(failed)} of {len(results)} devices failed: {', '.join(failed)}.")
             + f" `{PROG} doctor DEVICE` shows why."
         )
+    skipped = [str(result["device_type"]) for result in results if result["status"] == "skip"]
+    if skipped:
+        passed = len(results) - len(skipped)
+        return "\n" + style.skip(
+            f"{passed} of {len(results)} devices passed; skipped: {', '.join(skipped)}."
+        )
     return "\n" + style.ok(f"All {len(results)} devices passed.")
 
 

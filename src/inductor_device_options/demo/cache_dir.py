@@ -13,7 +13,7 @@ from ..sample import DEVICE_NAME, default_cache_dir
 def buildable_cache_dir(cache_dir: str | os.PathLike[str] | None) -> tuple[Path, str | None]:
     """Where to build, and why that cannot work, found before a minute of building: the
     runtime's library dir reaches g++ as the running torch renders it, in -L (unquoted
-    before torch 2.15), and ld as a runpath in -Wl,-rpath,<dir> (never quoted, split at
+    before torch 2.14), and ld as a runpath in -Wl,-rpath,<dir> (never quoted, split at
     commas), so a space or a comma in it fails the first compile. The default location
     falls back to a temporary one.
     """

@@ -66,7 +66,9 @@ def _child(device: str, aot_mode: bool, provider: str | None, work: Path, result
 def _setup(device: str, provider: str | None) -> None:
     """The ``--provider`` registered; Inductor's caches off, so that each compile really
     generates code (and asks the builders)."""
-    import torch
+    # Imported by name: torch 2.6's Inductor config does not import functorch's, and nothing
+    # else has here, since the sample registers at its first compile, not at set-up.
+    import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
 
     from ..lookup import registry as _registry
@@ -77,7 +79,6 @@ def _setup(device: str, provider: str | None) -> None:
         _registry.register_cpp_device_options(device, callback)
     inductor_config.fx_graph_cache = False
     inductor_config.fx_graph_remote_cache = False
-    functorch_config = torch._functorch.config
     if hasattr(functorch_config, "enable_autograd_cache"):
         functorch_config.enable_autograd_cache = False
 

@@ -10,7 +10,13 @@ import traceback
 from collections.abc import Sequence
 
 from .. import __version__
-from .._errors import CppDeviceOptionsError, InvalidCppDeviceOptionsError, raised_by_provider
+from .._errors import (
+    CppDeviceOptionsError,
+    InvalidCppDeviceOptionsError,
+    ProviderLoadError,
+    ProviderRecursionError,
+    raised_by_provider,
+)
 from ..hook.lookups import get_cpp_device_options
 from ..hook.serve import loaded_source
 from ..options.model import FIELDS, CppDeviceOptions, ValueProblem
@@ -71,7 +77,7 @@ def _fallback_failure(context: Context) -> Check | None:
     except KeyboardInterrupt:
         raise
     except BaseException as error:
-        failed = _options_failed(context, error)
+        failed = _options_failed(context, error, provider_called=True)
         (problem,) = failed.problems
         note = (
             "; meanwhile Inductor gets what the device gets without inductor-device-options "
@@ -83,25 +89,42 @@ def _fallback_failure(context: Context) -> Check | None:
     return None
 
 
-def _options_failed(context: Context, error: BaseException) -> Check:
-    if not _blames_source(context, error):
+def _options_failed(context: Context, error: BaseException, provider_called: bool = False) -> Check:
+    """``provider_called``: ``error`` came out of a direct call of the provider."""
+    if not provider_called and not _blames_source(context, error):
         return _internal_error(error)
     # A provider that says what to do (an error's fix, or "...\nFix: ...") is quoted.
     cause, fix = message_and_fix(error)
     kind = type(error).__name__
     problem = Problem(f"{kind}: {cause}", fix or context.fix_provider)
+    if not provider_called and _verdict_of_package(context, error):
+        # The package's verdict on the provider (what it returned, its import, a call back
+        # into itself), raised outside the provider's call: not the provider's exception.
+        return check("options", "fail", f"inductor-device-options raised {kind}", problem)
     return check("options", "fail", f"the provider raised {kind}", problem)
+
+
+def _verdict_of_package(context: Context, error: BaseException) -> bool:
+    """Whether ``error`` is the package's verdict on the provider rather than its own
+    exception. Only the package's door checks what a provider returns; through torch's
+    doors an unmarked error is the provider's (the package calls it as torch does)."""
+    if raised_by_provider(error) is not None:
+        return False
+    if isinstance(error, (ProviderLoadError, ProviderRecursionError)):
+        return True
+    return context.source.guaranteed and isinstance(error, CppDeviceOptionsError)
 
 
 def _blames_source(context: Context, error: BaseException) -> bool:
     """Whether ``error`` is the provider's: raised by its call, a verdict of the package on
     it (a ``CppDeviceOptionsError`` names the provider), a ``SystemExit`` (the package
-    raises none), or, for options torch computes, raised outside this package."""
+    raises none), or, for options torch or torch's doors compute (where the package marks
+    no call), raised outside this package."""
     if raised_by_provider(error) is not None or isinstance(error, CppDeviceOptionsError):
         return True
     if not isinstance(error, Exception):
         return True
-    return context.source.kind == "torch" and not _raised_in_package(error)
+    return not context.source.guaranteed and not _raised_in_package(error)
 
 
 def _raised_in_package(error: BaseException) -> bool:

@@ -21,7 +21,7 @@ def check_include_dirs(context: Context) -> Check:
     if context.options is None:
         return context.skipped("include_dirs")
     dirs = context.options.include_dirs
-    # torch's own defaults may name dirs its wheel lacks (2.6: include/TH, include/THC):
+    # torch's own defaults may name dirs its wheel lacks (seen with 2.6):
     # reported, but not the device's problem.
     from torch.utils.cpp_extension import include_paths
 

@@ -102,12 +102,9 @@ class AtenDeviceTypes(dict[str, str]):
 
 
 def install(cpp_utils: ModuleType) -> None:
-    """Backport into an imported ``cpp_utils``; nothing where torch has ``device_to_aten``
-    (2.15) or where this ran already."""
-    native = cpp_utils.__dict__.get(DEVICE_TO_ATEN_FUNCTION)
+    """Backport into an imported ``cpp_utils`` where this did not run already (``install``
+    calls it only where torch lacks ``device_to_aten``, before 2.15)."""
     table = cpp_utils.__dict__.get(DEVICE_TO_ATEN)
-    if native is not None and not getattr(native, BACKPORT_MARK, False):
-        return
     if not isinstance(table, dict) or isinstance(table, AtenDeviceTypes):
         return
     rebind(DEVICE_TO_ATEN, table, AtenDeviceTypes(table))

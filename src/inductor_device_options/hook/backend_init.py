@@ -32,7 +32,6 @@ from .._torch_names import (
     COMPILE_FX_FUNCTION,
     COMPILE_FX_MAIN,
     INIT_BACKEND_REGISTRATION,
-    NATIVE_BACKEND_INIT_FLAG,
 )
 from .backports import BACKPORT_MARK
 from .install import rebind
@@ -77,10 +76,9 @@ def run_backend_init() -> None:
 
 
 def install_into_common(common: ModuleType) -> None:
-    """Wrap ``init_backend_registration`` (and rebind it where it was imported by name);
-    nothing where torch calls the hook itself (2.15) or where this ran already."""
-    if NATIVE_BACKEND_INIT_FLAG in common.__dict__:
-        return
+    """Wrap ``init_backend_registration`` (and rebind it where it was imported by name)
+    where this did not run already (``install`` calls it only where torch does not call the
+    hook itself, before 2.15)."""
     registration = common.__dict__.get(INIT_BACKEND_REGISTRATION)
     if registration is None or getattr(registration, BACKPORT_MARK, False):
         return
@@ -101,11 +99,9 @@ def install_into_compile_fx(compile_fx: ModuleType) -> None:
     """Run a pending hook, after torch's own registration, where torch 2.15 does: at the top of
     ``_compile_fx_main``, before the decomposition table is taken (torch without it, 2.6:
     ``compile_fx``'s own call that takes the table, the one with its config patches applied).
-    Nothing where torch calls the hook itself. (``select_decomp_table`` itself stays: the FX
-    graph cache pickles it into its keys by name.)"""
-    common = sys.modules.get(CODEGEN_COMMON)
-    if common is None or NATIVE_BACKEND_INIT_FLAG in common.__dict__:
-        return
+    ``install`` calls it only where torch does not call the hook itself. (``select_decomp_table``
+    itself stays: the FX graph cache pickles it into its keys by name.)"""
+    common = sys.modules[CODEGEN_COMMON]
     name = COMPILE_FX_MAIN if COMPILE_FX_MAIN in compile_fx.__dict__ else COMPILE_FX_FUNCTION
     compile_main = compile_fx.__dict__.get(name)
     if compile_main is None or getattr(compile_main, BACKPORT_MARK, False):

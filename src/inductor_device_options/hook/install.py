@@ -32,8 +32,10 @@ from .._torch_names import (
     CPP_BUILDER,
     CPP_UTILS,
     DEVICE_TO_ATEN,
+    DEVICE_TO_ATEN_FUNCTION,
     FUNCTION,
     INIT_BACKEND_REGISTRATION,
+    NATIVE_BACKEND_INIT_FLAG,
     REGISTER,
     REGISTRY,
 )
@@ -150,9 +152,23 @@ _READY = {
 }
 
 
+def _native_hook(module: ModuleType) -> bool:
+    """Whether torch has the codegen hook ``module`` would get (torch 2.15): then its
+    installer is not even imported, so that what every process loads stays small."""
+    if module.__name__ == CPP_UTILS:
+        native = module.__dict__.get(DEVICE_TO_ATEN_FUNCTION)
+        return native is not None and not getattr(native, BACKPORT_MARK, False)
+    if module.__name__ in (CODEGEN_COMMON, COMPILE_FX):
+        common = sys.modules.get(CODEGEN_COMMON)
+        return common is None or NATIVE_BACKEND_INIT_FLAG in common.__dict__
+    return False
+
+
 def _install_into(module: ModuleType) -> None:
     installer = INSTALLERS.get(module.__name__)
     if installer is None or module.__dict__.get(_READY[module.__name__]) is None:
+        return
+    if _native_hook(module):
         return
     module_name, function = installer.split(":")
     getattr(importlib.import_module(module_name), function)(module)

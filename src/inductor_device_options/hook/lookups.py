@@ -78,7 +78,8 @@ def get_cpp_device_options(
         InvalidCppDeviceOptionsError: a provider of the package's door returned options
             g++ would not receive as meant.
         ProviderLoadError: the device's declared provider cannot be imported.
-        Exception: whatever the device's provider raises, with a note naming it.
+        Exception: whatever the device's provider raises, with a note naming it (Python
+            3.11 and later).
 
     Example:
         >>> import inductor_device_options as ido

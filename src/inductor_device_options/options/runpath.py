@@ -20,10 +20,11 @@ def runpath(directory: str | os.PathLike[str]) -> str:
 
     RUNPATH is the list of directories, stored in a shared library, where the dynamic
     loader looks for the libraries it needs. The value is ``Wl,-rpath,<real path>``:
-    an ldflag, because Inductor passes ldflags to link commands only (a linker option in
-    ``passthrough_args`` also reaches the command that precompiles headers, which then
-    tries to link). The path is resolved first: a ``latest`` symlink re-pointed later does
-    not change what a built module loads.
+    an ldflag, because the command that precompiles headers gets no ldflags, while a linker
+    option in ``passthrough_args`` reaches it too and makes it try to link (g++ ignores
+    ldflags in a compile-only command, where torch 2.6 still passes them). The path is
+    resolved first: a ``latest`` symlink re-pointed later does not change what a built
+    module loads.
 
     Args:
         directory: an absolute path to the directory of the device's runtime libraries.

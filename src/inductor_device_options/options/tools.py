@@ -12,7 +12,10 @@ whatever follows the comma. The rules, on the words g++ receives:
   the same field: Inductor renders torch's own words and other fields between fields;
 * no comma in a ``-Wl,``/``-Wa,``/``-Wp,`` word falls inside a path that exists (a real
   path, a symlink's target, the current directory) or inside the value of an environment
-  variable: those commas were not written by the provider, and split what it meant as one.
+  variable, any value (a path or not) with a comma between two other characters: such a
+  comma may not be the provider's, and would give the tool arguments from outside the
+  provider's code (``--foo=$V`` with ``V=x,--wrap=malloc`` gives ld ``--wrap=malloc``).
+  The package cannot tell a value the provider wrote from one it read, so it refuses both.
 
 Step 6 of the validation pipeline (``pipeline``). Pure: no torch import.
 """
@@ -116,8 +119,8 @@ def split_word_problem(word: str, prefix: str, tool: str, environ: Mapping[str, 
     for name, value in _comma_values(environ):
         if value in payload:
             return (
-                f"holds the value of ${name} ({value!r}), whose comma was not written by the "
-                f"provider: {received}"
+                f"holds the value of ${name} ({value!r}), a value from the environment whose "
+                f"comma the package cannot tell from the provider's: {received}"
             )
     return None
 
@@ -146,7 +149,8 @@ def _path_ends(payload: str, after: int) -> Iterable[int]:
 
 
 def _comma_values(environ: Mapping[str, str]) -> Iterable[tuple[str, str]]:
-    """Environment variables whose value is a path with a comma."""
+    """Environment variables whose value has a comma between two other characters: one that
+    cuts the value itself (``V=,`` or ``V=a,`` cuts nothing of it)."""
     for name, value in environ.items():
-        if "," in value and "/" in value:
+        if "," in value.strip(","):
             yield name, value
