@@ -127,10 +127,10 @@ def test_the_replacement_is_the_default_a_provider_extends(torch_npu: ModuleType
     torch_npu.patch_get_cpp_torch_device_options()
     replacement = ido.CppDeviceOptions(*torch_npu.get_cpp_torch_device_options("acme"))
     options = ido.get_cpp_device_options("acme")
-    # Made fresh: real paths, and a fingerprint of torch_npu's own headers.
+    # Made fresh: real paths, and the SDK identity of torch_npu's own headers.
     assert options.include_dirs == [os.path.realpath(path) for path in replacement.include_dirs]
     assert options.definitions[:-1] == [*replacement.definitions, ACME_MACRO]
-    assert options.definitions[-1].startswith("INDUCTOR_DEVICE_OPTIONS_SDK_FINGERPRINT=")
+    assert options.definitions[-1].startswith("INDUCTOR_DEVICE_OPTIONS_SDK_IDENTITY=")
     assert options.libraries_dirs == [os.path.realpath(p) for p in replacement.libraries_dirs]
     assert ido.default_cpp_device_options("acme") == replacement
 
@@ -207,7 +207,7 @@ def test_any_stack_behaves_as_without_the_package_plus_the_registrations(
     acme = [
         definition
         for definition in ido.get_cpp_device_options("acme").definitions
-        if not definition.startswith("INDUCTOR_DEVICE_OPTIONS_SDK_FINGERPRINT=")
+        if not definition.startswith("INDUCTOR_DEVICE_OPTIONS_SDK_IDENTITY=")
     ]
     assert acme.count(ACME_MACRO) == 1
     assert acme[acme.index(ACME_MACRO) + 1 :] == [WRAPPER_MACRO] * wrappers_above

@@ -526,7 +526,7 @@ def test_one_line_brings_torchs_doors_under_the_packages_guarantees(
         options = ido.get_cpp_device_options(device_type)
         assert os.path.realpath(sdk.include) in options.include_dirs  # real paths
         assert any(
-            d.startswith("INDUCTOR_DEVICE_OPTIONS_SDK_FINGERPRINT=") for d in options.definitions
+            d.startswith("INDUCTOR_DEVICE_OPTIONS_SDK_IDENTITY=") for d in options.definitions
         )
         assert ido.introspection.device_options_source(device_type).guaranteed
     bad = (["USE_MOCK"], ["relative/include"], [], [], [], [], [])

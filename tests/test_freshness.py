@@ -1,9 +1,15 @@
-"""A changed SDK never reuses a stale kernel: real paths and the SDK fingerprint."""
+"""A changed SDK never reuses a stale kernel: real paths and the SDK identity, a digest of
+the contents of the device's headers and libraries (the same contents: the same identity,
+wherever and whenever they were installed)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,8 +17,10 @@ from support import check_python
 
 from inductor_device_options import testing
 from inductor_device_options._fs import find_library
-from inductor_device_options.options import freshness as _freshness
-from inductor_device_options.options.freshness import FINGERPRINT_DEFINITION, fresh_options
+from inductor_device_options.options import content_memo as _content_memo
+from inductor_device_options.options import identity as _identity
+from inductor_device_options.options.freshness import fresh_options
+from inductor_device_options.options.identity import IDENTITY_DEFINITION
 from inductor_device_options.options.model import CppDeviceOptions
 
 HEADER = """\
@@ -51,7 +59,7 @@ def options_for(sdk: Path) -> CppDeviceOptions:
     )
 
 
-def fingerprint_in_a_new_process(sdk: Path) -> str:
+def identity_in_a_new_process(sdk: Path) -> str:
     testing.reset()  # what a new process starts with
     definitions = fresh_options(options_for(sdk)).definitions
     return definitions[-1]
@@ -66,29 +74,108 @@ def test_paths_are_resolved_so_a_repointed_symlink_changes_the_command(tmp_path:
     assert options.libraries_dirs == [str(v1.resolve() / "lib64")]
 
 
-def test_the_fingerprint_is_one_definition_that_follows_the_sdk(tmp_path: Path) -> None:
+def test_the_identity_is_one_definition_that_follows_the_contents(tmp_path: Path) -> None:
     sdk = write_sdk(tmp_path / "sdk", 1, 100)
-    first = fingerprint_in_a_new_process(sdk)
-    assert first.startswith(f"{FINGERPRINT_DEFINITION}=")
-    assert len(first) == len(FINGERPRINT_DEFINITION) + 1 + 16
-    assert fingerprint_in_a_new_process(sdk) == first  # nothing changed: same
+    first = identity_in_a_new_process(sdk)
+    assert first.startswith(f"{IDENTITY_DEFINITION}=")
+    assert len(first) == len(IDENTITY_DEFINITION) + 1 + 32
+    assert identity_in_a_new_process(sdk) == first  # nothing changed: same
 
     header = sdk / "include" / "mydev" / "runtime.h"
     header.write_text(HEADER.format(value=2))
-    after_header_edit = fingerprint_in_a_new_process(sdk)
+    after_header_edit = identity_in_a_new_process(sdk)
     assert after_header_edit != first
 
     (sdk / "include" / "mydev" / "extra.h").write_text("#pragma once\n")
-    after_new_header = fingerprint_in_a_new_process(sdk)
+    after_new_header = identity_in_a_new_process(sdk)
     assert after_new_header != after_header_edit
 
     library = sdk / "lib64" / "libmydev_runtime.so"
     stat = library.stat()
-    os.utime(library, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # a rebuilt library
-    assert fingerprint_in_a_new_process(sdk) != after_new_header
+    os.utime(library, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # touched only
+    assert identity_in_a_new_process(sdk) == after_new_header
+    write_sdk(sdk, 2, 200)  # rebuilt: new contents
+    assert identity_in_a_new_process(sdk) not in (after_new_header, after_header_edit, first)
 
 
-def test_the_fingerprint_is_computed_once_per_process(tmp_path: Path) -> None:
+def test_the_same_contents_anywhere_and_anytime_have_the_same_identity(tmp_path: Path) -> None:
+    """Another machine, another install dir, a reinstall: other paths, inodes and times."""
+    sdk = write_sdk(tmp_path / "sdk", 1, 100)
+    first = identity_in_a_new_process(sdk)
+    copy = tmp_path / "elsewhere" / "sdk"
+    shutil.copytree(sdk, copy)
+    for path in copy.rglob("*"):
+        os.utime(path, ns=(1, 1))
+    assert identity_in_a_new_process(copy) == first
+    shutil.rmtree(sdk)
+    shutil.copytree(copy, sdk)
+    assert identity_in_a_new_process(sdk) == first
+
+
+def test_an_edit_that_keeps_size_and_mtime_changes_the_identity(tmp_path: Path) -> None:
+    """What an archive unpacked with its recorded times does, or ``rsync -a``: the ctime
+    changes, so the file is hashed again, even with its digest remembered."""
+    sdk = write_sdk(tmp_path / "sdk", 1, 100)
+    header = sdk / "include" / "mydev" / "runtime.h"
+    with _settled():
+        first = identity_in_a_new_process(sdk)
+        before = header.stat()
+        with header.open("r+") as file:
+            file.write(HEADER.format(value=7))
+        os.utime(header, ns=(before.st_atime_ns, before.st_mtime_ns))
+        after = header.stat()
+        assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+            before.st_size,
+            before.st_mtime_ns,
+            before.st_ino,
+        )
+        assert identity_in_a_new_process(sdk) != first
+
+
+def test_a_warm_process_only_stats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The digests of files not changed since are read from the memo in Inductor's cache
+    dir: a new process hashes only what changed."""
+    sdk = write_sdk(tmp_path / "sdk", 1, 100)
+    hashed: list[str] = []
+    real_digest = _content_memo.content_digest
+
+    def counting_digest(path: str) -> str:
+        hashed.append(os.path.basename(path))
+        return real_digest(path)
+
+    monkeypatch.setattr(_content_memo, "content_digest", counting_digest)
+    with _settled():
+        first = identity_in_a_new_process(sdk)
+        assert sorted(hashed) == ["libmydev_runtime.so", "runtime.h"]
+        hashed.clear()
+        assert identity_in_a_new_process(sdk) == first
+        assert hashed == []
+        (sdk / "include" / "mydev" / "runtime.h").write_text(HEADER.format(value=9))
+        assert identity_in_a_new_process(sdk) != first
+        assert hashed == ["runtime.h"]
+
+
+def test_a_file_changed_just_now_is_not_remembered(tmp_path: Path) -> None:
+    """Its stat could still change within the clock's tick without showing it."""
+    sdk = write_sdk(tmp_path / "sdk", 1, 100)
+    identity_in_a_new_process(sdk)
+    root = str((sdk / "include").resolve())
+    memo = Path(_content_memo.memo_dir()) / _content_memo._file_name(root)
+    assert json.loads(memo.read_text())["files"] == {}
+    with _settled():
+        identity_in_a_new_process(sdk)
+    assert list(json.loads(memo.read_text())["files"]) == ["mydev/runtime.h"]
+
+
+@contextlib.contextmanager
+def _settled() -> Iterator[None]:
+    """Files written by the test count as settled (as the SDK's files of a real install)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_content_memo, "SETTLE_NS", -(10**18))
+        yield
+
+
+def test_the_identity_is_computed_once_per_process(tmp_path: Path) -> None:
     sdk = write_sdk(tmp_path / "sdk", 1, 100)
     testing.reset()
     first = fresh_options(options_for(sdk)).definitions
@@ -96,7 +183,7 @@ def test_the_fingerprint_is_computed_once_per_process(tmp_path: Path) -> None:
     assert fresh_options(options_for(sdk)).definitions == first
 
 
-def test_torchs_own_tree_and_missing_paths_are_not_fingerprinted(tmp_path: Path) -> None:
+def test_torchs_own_tree_and_missing_paths_are_not_part_of_the_identity(tmp_path: Path) -> None:
     import torch
 
     torch_dir = Path(torch.__file__).parent
@@ -113,10 +200,10 @@ def test_torchs_own_tree_and_missing_paths_are_not_fingerprinted(tmp_path: Path)
     assert fresh_options(options).definitions == ["USE_X"]
 
 
-def test_a_stale_fingerprint_from_a_provider_is_replaced(tmp_path: Path) -> None:
+def test_a_stale_identity_from_a_provider_is_replaced(tmp_path: Path) -> None:
     sdk = write_sdk(tmp_path / "sdk", 1, 100)
     stale = options_for(sdk)._replace(
-        definitions=["MYDEV_DEVICE", f"{FINGERPRINT_DEFINITION}=0000000000000000"]
+        definitions=["MYDEV_DEVICE", f"{IDENTITY_DEFINITION}=0000000000000000"]
     )
     definitions = fresh_options(stale).definitions
     assert len(definitions) == 2 and definitions[1] != stale.definitions[1]
@@ -179,25 +266,25 @@ def test_inductor_rebuilds_when_the_sdk_changes_and_only_then(tmp_path: Path) ->
 # --- the walk never crashes and never runs away --------------------------------------------
 
 
-def fingerprint_of(include_dir: Path) -> str | None:
+def identity_of(include_dir: Path) -> str | None:
     testing.reset()
-    return _freshness.sdk_fingerprint([str(include_dir)], [], [])
+    return _identity.sdk_identity([str(include_dir)], [], [])
 
 
 def test_symlink_loops_are_recorded_not_fatal(tmp_path: Path) -> None:
     include = tmp_path / "include"
     (include / "mydev").mkdir(parents=True)
     (include / "mydev" / "runtime.h").write_text("#pragma once\n")
-    before = fingerprint_of(include)
+    before = identity_of(include)
     (include / "loop").symlink_to("loop")
     (include / "ping").symlink_to("pong")
     (include / "pong").symlink_to("ping")
     (include / "mydev" / "up").symlink_to("..")  # a dir link back into the tree
-    with_loops = fingerprint_of(include)
+    with_loops = identity_of(include)
     assert with_loops is not None and with_loops != before
-    assert fingerprint_of(include) == with_loops
+    assert identity_of(include) == with_loops
     options = fresh_options(options_for(tmp_path)._replace(libraries_dirs=[], libraries=[]))
-    assert options.definitions[-1] == f"{FINGERPRINT_DEFINITION}={with_loops}"
+    assert options.definitions[-1] == f"{IDENTITY_DEFINITION}={with_loops}"
 
 
 def test_a_dir_link_out_of_the_sdk_is_recorded_by_its_target_not_walked(tmp_path: Path) -> None:
@@ -209,12 +296,12 @@ def test_a_dir_link_out_of_the_sdk_is_recorded_by_its_target_not_walked(tmp_path
         directory.mkdir()
         (directory / "big.h").write_text("#pragma once\n")
     (include / "external").symlink_to(elsewhere[0])
-    first = fingerprint_of(include)
+    first = identity_of(include)
     (elsewhere[0] / "big.h").write_text("#pragma once\n// changed outside the SDK\n")
-    assert fingerprint_of(include) == first  # not walked
+    assert identity_of(include) == first  # not walked
     (include / "external").unlink()
     (include / "external").symlink_to(elsewhere[1])
-    assert fingerprint_of(include) != first  # but its target is part of the digest
+    assert identity_of(include) != first  # but its target is part of the digest
 
 
 def test_a_link_to_the_root_of_the_file_system_is_not_walked(tmp_path: Path) -> None:
@@ -223,11 +310,11 @@ def test_a_link_to_the_root_of_the_file_system_is_not_walked(tmp_path: Path) -> 
     (include / "a.h").write_text("#pragma once\n")
     (include / "system").symlink_to("/")
     out = check_python(  # in a process of its own: a walk of "/" would take minutes
-        "from inductor_device_options.options import freshness as _freshness\n"
-        f"print(_freshness.sdk_fingerprint([{str(include)!r}], [], []))\n",
+        "from inductor_device_options.options import identity as _identity\n"
+        f"print(_identity.sdk_identity([{str(include)!r}], [], []))\n",
         timeout=120,
     )
-    assert len(out.strip()) == 16
+    assert len(out.strip()) == 32
 
 
 def test_the_walk_stops_after_max_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -235,11 +322,11 @@ def test_the_walk_stops_after_max_entries(tmp_path: Path, monkeypatch: pytest.Mo
     include.mkdir()
     for index in range(120):
         (include / f"h{index}.h").write_text("")
-    complete = fingerprint_of(include)
-    monkeypatch.setattr(_freshness, "MAX_ENTRIES", 50)
-    bounded = fingerprint_of(include)
+    complete = identity_of(include)
+    monkeypatch.setattr(_identity, "MAX_ENTRIES", 50)
+    bounded = identity_of(include)
     assert bounded is not None and bounded != complete
-    assert fingerprint_of(include) == bounded
+    assert identity_of(include) == bounded
 
 
 # Drops the capabilities that let root read any file, so that permissions apply (as for
@@ -273,8 +360,8 @@ def test_an_unsearchable_link_target_is_recorded_not_fatal(tmp_path: Path) -> No
     try:
         out = check_python(
             DROP_ROOT_CAPABILITIES
-            + "from inductor_device_options.options import freshness as _freshness\n"
-            + f"print(_freshness.sdk_fingerprint([{str(include)!r}], [], []))\n"
+            + "from inductor_device_options.options import identity as _identity\n"
+            + f"print(_identity.sdk_identity([{str(include)!r}], [], []))\n"
             + "try:\n"
             + f"    os.stat({str(locked / 'header.h')!r})\n"
             + "    print('readable')\n"
@@ -283,14 +370,14 @@ def test_an_unsearchable_link_target_is_recorded_not_fatal(tmp_path: Path) -> No
         )
     finally:
         locked.chmod(0o755)
-    fingerprint, access = out.split()
-    assert len(fingerprint) == 16
+    identity, access = out.split()
+    assert len(identity) == 32
     assert access == "denied"  # the permissions did apply
 
 
 def test_a_library_is_the_file_ld_takes_first(tmp_path: Path) -> None:
     """``-l<name>``: the first dir holding lib<name>.so or lib<name>.a, .so first in a dir;
-    ``:<file>`` that file. The fingerprint and doctor find libraries this one way."""
+    ``:<file>`` that file. The SDK identity and doctor find libraries this one way."""
     first, second = tmp_path / "first", tmp_path / "second"
     first.mkdir()
     second.mkdir()
@@ -305,10 +392,10 @@ def test_a_library_is_the_file_ld_takes_first(tmp_path: Path) -> None:
     assert find_library("other", dirs) is None
 
 
-def test_the_fingerprints_kept_are_bounded(tmp_path: Path) -> None:
+def test_the_identities_kept_are_bounded(tmp_path: Path) -> None:
     testing.reset()
-    for index in range(_freshness._fingerprints.limit + 10):
-        _freshness.sdk_fingerprint([str(tmp_path / f"missing{index}")], [], [])
-    assert len(_freshness._fingerprints) == _freshness._fingerprints.limit
+    for index in range(_identity._identities.limit + 10):
+        _identity.sdk_identity([str(tmp_path / f"missing{index}")], [], [])
+    assert len(_identity._identities) == _identity._identities.limit
     testing.reset()
-    assert len(_freshness._fingerprints) == 0
+    assert len(_identity._identities) == 0

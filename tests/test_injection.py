@@ -343,10 +343,10 @@ def test_an_include_dir_with_a_space_is_refused_only_where_torch_does_not_quote_
         assert "-I{value} (not quoted)" in out
 
 
-def test_a_provider_macro_that_starts_like_the_fingerprint_is_kept(tmp_path: Path) -> None:
+def test_a_provider_macro_that_starts_like_the_identity_is_kept(tmp_path: Path) -> None:
     (tmp_path / "include").mkdir()
     (tmp_path / "include" / "injdev.h").write_text("#pragma once\n")
-    mode = "INDUCTOR_DEVICE_OPTIONS_SDK_FINGERPRINT_MODE=2"
+    mode = "INDUCTOR_DEVICE_OPTIONS_SDK_IDENTITY_MODE=2"
 
     def options(device_type: str, aot_mode: bool, compile_only: bool) -> tuple[list[str], ...]:
         return ([mode], [str(tmp_path / "include")], [], [], [], [], [])
@@ -354,7 +354,7 @@ def test_a_provider_macro_that_starts_like_the_fingerprint_is_kept(tmp_path: Pat
     ido.register_cpp_device_options(DEVICE, options)
     definitions = ido.get_cpp_device_options(DEVICE).definitions
     assert definitions[0] == mode
-    assert definitions[1].startswith("INDUCTOR_DEVICE_OPTIONS_SDK_FINGERPRINT=")
+    assert definitions[1].startswith("INDUCTOR_DEVICE_OPTIONS_SDK_IDENTITY=")
     assert len(definitions) == 2
 
 

@@ -15,7 +15,7 @@ from torch._inductor.cpp_builder import CppTorchDeviceOptions
 import inductor_device_options as ido
 from inductor_device_options import testing
 from inductor_device_options.options import rules
-from inductor_device_options.options.freshness import FINGERPRINT_DEFINITION
+from inductor_device_options.options.identity import IDENTITY_DEFINITION
 from inductor_device_options.options.model import FIELDS
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
@@ -119,7 +119,7 @@ def test_each_value_is_checked_once_per_uncached_lookup(
     final = Counter(
         (field, value) for field, values in zip(FIELDS, options, strict=True) for value in values
     )
-    assert any(value.startswith(FINGERPRINT_DEFINITION) for value in options.definitions)
+    assert any(value.startswith(IDENTITY_DEFINITION) for value in options.definitions)
     assert checked == final  # every value once, none twice
     checked.clear()
     assert ido.get_cpp_device_options("checkdev") == options

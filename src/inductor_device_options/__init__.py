@@ -31,6 +31,8 @@ from ._errors import (
     ProviderRecursionError,
     ReservedDeviceTypeError,
     RunpathError,
+    SdkMismatchError,
+    SdkMismatchWarning,
 )
 from .hook.install import arm
 from .hook.lookups import default_cpp_device_options, get_cpp_device_options
@@ -61,6 +63,8 @@ __all__ = [
     "ProviderRecursionError",
     "ReservedDeviceTypeError",
     "RunpathError",
+    "SdkMismatchError",
+    "SdkMismatchWarning",
     "arm",
     "default_cpp_device_options",
     "get_cpp_device_options",
@@ -69,7 +73,6 @@ __all__ = [
     "runpath",
     "unregister_cpp_device_options",
 ]
-
 
 
 def __getattr__(name: str) -> object:

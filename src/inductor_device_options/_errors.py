@@ -202,6 +202,48 @@ class RunpathError(CppDeviceOptionsError, ValueError):
     """
 
 
+class SdkMismatchError(CppDeviceOptionsError, RuntimeError):
+    """An AOTInductor package was built against another SDK than the one its device has in
+    this process (or the device has none here), so its code would run against an SDK it was
+    not built for.
+
+    Raised when the package is loaded (``torch._inductor.aoti_load_package``,
+    ``torch._inductor.package.load_package``, ``torch._C._aoti.AOTIModelPackageLoader``),
+    before its model is opened. ``INDUCTOR_DEVICE_OPTIONS_ACCEPT_SDK_MISMATCH=1`` loads it
+    anyway, with a :class:`SdkMismatchWarning` instead.
+
+    Attributes:
+        built: The SDK identity the package was built against.
+        current: The device's SDK identity here, or None where it has none or none is known.
+        package: The package's path.
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> issubclass(ido.SdkMismatchError, RuntimeError)  # as a failed load raises
+        True
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        device_type: str,
+        built: str,
+        current: str | None,
+        package: str,
+        fix: str,
+    ):
+        super().__init__(message, device_type=device_type, fix=fix)
+        self.built = built
+        self.current = current
+        self.package = package
+
+
+class SdkMismatchWarning(RuntimeWarning):
+    """An AOTInductor package built against another SDK was loaded anyway, because
+    ``INDUCTOR_DEVICE_OPTIONS_ACCEPT_SDK_MISMATCH=1`` says so (see :class:`SdkMismatchError`)."""
+
+
 class DeviceNotAskedWarning(RuntimeWarning):
     """Inductor built C++ for a graph of a device that has C++ options, and asked the
     builder for another device type: the device's options did not reach that build.

@@ -35,3 +35,14 @@ NATIVE_BACKEND_INIT_FLAG = "_privateuse1_backend_init_in_progress"
 COMPILE_FX = "torch._inductor.compile_fx"
 COMPILE_FX_MAIN = "_compile_fx_main"
 COMPILE_FX_FUNCTION = "compile_fx"
+
+# --- the SDK identity in Inductor's caches and packages (hook/cache_keys.py, hook/pt2_stamp.py)
+#: Inductor's caches: ``CacheBase.get_system()`` (in the FX graph and AOTAutograd cache keys)
+#: and ``AotCodeCompiler`` (writes an AOTInductor package's metadata).
+CODECACHE = "torch._inductor.codecache"
+CODECACHE_READY = "AotCodeCompiler"
+#: The modules that load AOTInductor packages through ``torch._C._aoti.AOTIModelPackageLoader``.
+PACKAGE_LOADER = "torch._inductor.package.package"
+PACKAGE_LOADER_READY = "load_package"
+PT2_ARCHIVE = "torch.export.pt2_archive._package"
+PT2_ARCHIVE_READY = "load_pt2"

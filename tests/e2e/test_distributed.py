@@ -30,6 +30,7 @@ from inductor_device_options.demo.distributed import (
 )
 from inductor_device_options.demo.distributed_job import STALL_TEARDOWN_ENV
 from inductor_device_options.demo.elf import read_dynamic_section
+from inductor_device_options.options.identity import IDENTITY_DEFINITION
 from inductor_device_options.sample import (
     DEVICE_MACRO,
     DEVICE_NAME,
@@ -142,11 +143,12 @@ def test_torchrun_job_every_rank_compiles_with_the_sampledev_options(
             else:
                 assert command.pid in rank_pids
 
-    # One SDK state across the job: every rank computed the same fingerprint.
-    fingerprints = {
-        tuple(d for d in r.device_options.definitions if "FINGERPRINT" in d) for r in job.reports
+    # One SDK across the job: every rank computed the same SDK identity.
+    identities = {
+        tuple(d for d in r.device_options.definitions if IDENTITY_DEFINITION in d)
+        for r in job.reports
     }
-    assert len(fingerprints) == 1 and all(fingerprints), fingerprints
+    assert len(identities) == 1 and all(identities), identities
 
 
 def run_job_stalled_in_teardown(

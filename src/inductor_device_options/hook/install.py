@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _state
 from .._torch_names import (
+    CODECACHE,
+    CODECACHE_READY,
     CODEGEN_COMMON,
     COMPILE_FX,
     COMPILE_FX_FUNCTION,
@@ -36,6 +38,10 @@ from .._torch_names import (
     FUNCTION,
     INIT_BACKEND_REGISTRATION,
     NATIVE_BACKEND_INIT_FLAG,
+    PACKAGE_LOADER,
+    PACKAGE_LOADER_READY,
+    PT2_ARCHIVE,
+    PT2_ARCHIVE_READY,
     REGISTER,
     REGISTRY,
 )
@@ -135,13 +141,17 @@ def _forward_registration(device_type: str) -> None:
 
 
 #: The modules of torch the package installs into when they are imported, and what installs:
-#: the hook into cpp_builder, and torch 2.15's codegen hooks before 2.15 (their modules are
-#: imported only with the module they serve).
+#: the hook into cpp_builder, torch 2.15's codegen hooks before 2.15, the SDK identity in
+#: the cache keys and AOTInductor packages (their modules are imported only with the module
+#: they serve).
 INSTALLERS = {
     CPP_BUILDER: f"{__name__}:install",
     CPP_UTILS: f"{__package__}.aten_device_type:install",
     CODEGEN_COMMON: f"{__package__}.backend_init:install_into_common",
     COMPILE_FX: f"{__package__}.backend_init:install_into_compile_fx",
+    CODECACHE: f"{__package__}.codecache:install",
+    PACKAGE_LOADER: f"{__package__}.pt2_stamp:install_loader_check",
+    PT2_ARCHIVE: f"{__package__}.pt2_stamp:install_loader_check",
 }
 #: What each module defines once it is executed far enough to install into.
 _READY = {
@@ -149,6 +159,9 @@ _READY = {
     CPP_UTILS: DEVICE_TO_ATEN,
     CODEGEN_COMMON: INIT_BACKEND_REGISTRATION,
     COMPILE_FX: COMPILE_FX_FUNCTION,
+    CODECACHE: CODECACHE_READY,
+    PACKAGE_LOADER: PACKAGE_LOADER_READY,
+    PT2_ARCHIVE: PT2_ARCHIVE_READY,
 }
 
 

@@ -198,9 +198,7 @@ def source_of(device_type: str) -> Source | None:
 
     module = sys.modules.get(CPP_BUILDER)
     registry = torch_registry(module) if module is not None else None
-    if device_type in RESERVED_DEVICE_TYPES and (
-        registry is None or device_type not in registry
-    ):
+    if device_type in RESERVED_DEVICE_TYPES and (registry is None or device_type not in registry):
         return None
     return find_source(
         device_type,

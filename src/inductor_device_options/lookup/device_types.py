@@ -101,5 +101,3 @@ def _privateuse1_name() -> str | None:
         return None
     name = get_name()
     return name if isinstance(name, str) and name != "privateuseone" else None
-
-

@@ -227,7 +227,5 @@ def load_declared(device_type: str) -> Provider | None:
 def find_provider(device_type: str) -> Provider | None:
     """The provider for a normalized device type: its registration, else the entry point
     declared for it, loaded."""
-    provider: Provider | None = _state.registered.get(device_type) or _state.loaded.get(
-        device_type
-    )
+    provider: Provider | None = _state.registered.get(device_type) or _state.loaded.get(device_type)
     return provider if provider is not None else load_declared(device_type)

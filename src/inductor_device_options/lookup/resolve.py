@@ -28,11 +28,17 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from .._errors import PROVIDER_ATTRIBUTE, ProviderRecursionError, add_note
+from .._errors import (
+    PROVIDER_ATTRIBUTE,
+    CppDeviceOptionsError,
+    ProviderRecursionError,
+    add_note,
+)
 from ..options.pipeline import finished
 from . import registry as _registry
 from .device_types import RESERVED_DEVICE_TYPES
 from .interfaces import interface_defining_cpp_options, interface_description
+from .provider_attributes import own_identity_of
 from .registry import CppDeviceOptionsCallback
 
 if TYPE_CHECKING:
@@ -180,13 +186,14 @@ def _served(
         return (
             None
             if raw is None and source.kind == "device interface"
-            else finished(raw, device_type, source.description)
+            else finished(raw, device_type, source.description, _own_identity(source, device_type))
         )
     try:
         return finished(
             _call_provider(source, device_type, aot_mode, compile_only),
             device_type,
             source.description,
+            _own_identity(source, device_type),
         )
     except ProviderRecursionError:
         raise
@@ -237,6 +244,22 @@ def _recursion_error(device_type: str, description: str) -> ProviderRecursionErr
     )
 
 
+def _own_identity(source: Source, device_type: str) -> str | None:
+    """The provider's own SDK identity (its ``sdk_identity``), raised as its own error."""
+    try:
+        return own_identity_of(source.call, device_type, source.description)
+    except CppDeviceOptionsError:
+        raise
+    except Exception as error:
+        add_note(
+            error,
+            f"raised by the sdk_identity of the C++ options provider {source.description} "
+            f"for device {device_type!r}",
+        )
+        setattr(error, PROVIDER_ATTRIBUTE, source.description)
+        raise
+
+
 def _call_provider(source: Source, device_type: str, aot_mode: bool, compile_only: bool) -> object:
     """Call a source of the package's own door: an error it raises says so (a note, and
     the attribute :func:`~inductor_device_options._errors.raised_by_provider` reads)."""
@@ -254,5 +277,3 @@ def _call_provider(source: Source, device_type: str, aot_mode: bool, compile_onl
         )
         setattr(error, PROVIDER_ATTRIBUTE, source.description)
         raise
-
-

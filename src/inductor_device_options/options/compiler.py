@@ -62,7 +62,9 @@ class CompilerQuestion(NamedTuple):
     value: str
     words: tuple[str, ...]
 
+
 _UNKNOWN = object()  # not in the cache (None is a value it holds)
+
 
 def needs_compiler(field: str, value: str) -> bool:
     """Whether only the compiler can tell if it takes ``value`` in ``field``."""

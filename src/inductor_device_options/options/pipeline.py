@@ -9,8 +9,8 @@ for a value the provider did not write as such, where it came from:
 2. **custom_op_libs**: ``config.aot_inductor.custom_op_libs`` appended to ``libraries``, as
    stock torch does;
 3. **rules** (``rules.value_problems``): what must hold whatever torch does, each value once;
-4. **fresh** (``freshness.fresh_options``): real paths and the SDK fingerprint; the rules then
-   check only the values this step made new (a real path that differs, the fingerprint);
+4. **fresh** (``freshness.fresh_options``): real paths and the SDK identity; the rules then
+   check only the values this step made new (a real path that differs, the identity);
 5. **rendering** (``rendering``): the arguments the running ``CppBuilder`` renders, split as
    Inductor splits them, are exactly the ones meant;
 6. **tools** (``tools``): what g++ hands ld, as and the preprocessor is what was meant;
@@ -43,26 +43,33 @@ _SEQUENCE_TYPES = (list, tuple)
 _finished_options: _state.BoundedCache[tuple[object, ...], CppDeviceOptions] = _state.cache(256)
 
 
-def finished(raw: object, device_type: str, provider: str) -> CppDeviceOptions:
+def finished(
+    raw: object, device_type: str, provider: str, own_identity: str | None = None
+) -> CppDeviceOptions:
     """:func:`finish` with the running ``custom_op_libs``, cached (shared: copy it)."""
     custom_op_libs = _custom_op_libs()
-    key = _cache_key(raw, device_type, custom_op_libs)
+    key = _cache_key(raw, device_type, (custom_op_libs, own_identity))
     if key is not None:
         cached = _finished_options.get(key)
         if cached is not None:
             return cached
         raw = key[2:9]  # the values just read: what is cached is what is validated
-    options = finish(raw, device_type=device_type, provider=provider, custom_op_libs=custom_op_libs)
+    options = finish(
+        raw,
+        device_type=device_type,
+        provider=provider,
+        custom_op_libs=custom_op_libs,
+        own_identity=own_identity,
+    )
     if key is not None:
         _finished_options.put(key, options)
     return options
 
 
-def _cache_key(
-    raw: object, device_type: str, custom_op_libs: tuple[object, ...]
-) -> tuple[object, ...] | None:
-    """(CppBuilder, device, the 7 lists as tuples, custom_op_libs), for plain lists and
-    tuples only; a hit gives the options finished from values equal to these."""
+def _cache_key(raw: object, device_type: str, extra: object) -> tuple[object, ...] | None:
+    """(CppBuilder, device, the 7 lists as tuples, ``extra``: what else the result depends
+    on), for plain lists and tuples only; a hit gives the options finished from values
+    equal to these."""
     if not isinstance(raw, _SEQUENCE_TYPES) or len(raw) != len(FIELDS):
         return None
     for values in raw:
@@ -70,7 +77,7 @@ def _cache_key(
             return None
     # Checked against that CppBuilder (a reloaded cpp_builder may render otherwise).
     builder = getattr(sys.modules.get(CPP_BUILDER), "CppBuilder", None)
-    key = (builder, device_type, *map(tuple, raw), custom_op_libs)
+    key = (builder, device_type, *map(tuple, raw), extra)
     try:
         hash(key)
     except TypeError:  # unhashable values: the snapshot says what is wrong
@@ -79,9 +86,15 @@ def _cache_key(
 
 
 def finish(
-    raw: object, *, device_type: str, provider: str, custom_op_libs: Sequence[object] = ()
+    raw: object,
+    *,
+    device_type: str,
+    provider: str,
+    custom_op_libs: Sequence[object] = (),
+    own_identity: str | None = None,
 ) -> CppDeviceOptions:
     """What Inductor gets from a provider's result: the steps of this module, in order.
+    ``own_identity``: the provider's own SDK identity, which joins the device's.
 
     Raises ``InvalidCppDeviceOptionsError`` at the first step that refuses a value.
     """
@@ -90,7 +103,7 @@ def finish(
     _raise_first(
         value_problems(provided), provided, provided, device_type, provider, custom_op_libs
     )
-    final = fresh_options(provided)
+    final = fresh_options(provided, own_identity)
     problems = value_problems(final, checked=provided) or delivery_problems(final)
     _raise_first(problems, provided, final, device_type, provider, custom_op_libs)
     return final

@@ -31,9 +31,11 @@ from .sdk import (
     DEVICE_NAME,
     RUNTIME_LIBRARY,
     RUNTIME_LIBRARY_FILE,
+    SDK_DIR_ENV,
     SDK_INCLUDE_DIR,
     SdkBuildError,
     build_runtime_library,
+    installed_sdk,
     sdk_options_for,
 )
 
@@ -60,6 +62,8 @@ class SampleDevice:
     cache_dir: Path
     extension_build_dir: Path
     runtime_library: Path
+    #: The SDK's headers: the package's own, or those of ``$INDUCTOR_DEVICE_OPTIONS_SAMPLE_SDK``.
+    sdk_include_dir: Path = SDK_INCLUDE_DIR
 
     @property
     def runtime_lib_dir(self) -> Path:
@@ -87,7 +91,8 @@ def setup(
     registers the Inductor backend at the first compile, and registers the device's
     C++ options; nothing of ``torch._inductor`` is imported. Idempotent; a second
     call with another ``cache_dir`` is an error, since a process can load the
-    backend only once.
+    backend only once. Where ``$INDUCTOR_DEVICE_OPTIONS_SAMPLE_SDK`` names an SDK
+    installed by ``sdk.install_sdk``, the device uses that SDK's headers and runtime.
     """
     global _device
     requested = Path(cache_dir).resolve() if cache_dir is not None else None
@@ -126,10 +131,17 @@ def _build_and_register(cache_dir: Path, verbose: bool) -> SampleDevice:
 
     # A build per torch version: the extension links against libtorch's C++ ABI.
     torch_build_dir = cache_dir / f"torch-{torch.__version__}"
+    installed = os.environ.get(SDK_DIR_ENV)
+    if installed:
+        include_dir, runtime_library = installed_sdk(Path(installed))
+    else:
+        include_dir = SDK_INCLUDE_DIR
+        runtime_library = build_runtime_library(cache_dir / "sdk" / "lib")
     device = SampleDevice(
         cache_dir=cache_dir,
         extension_build_dir=torch_build_dir / "extension",
-        runtime_library=build_runtime_library(cache_dir / "sdk" / "lib"),
+        runtime_library=runtime_library,
+        sdk_include_dir=include_dir,
     )
     load_extension(device.extension_build_dir, verbose=verbose)
     # The device module's _inductor_backend_init registers the Inductor backend at the first
@@ -149,7 +161,13 @@ def sdk_cpp_device_options(
     Inductor includes), and the runtime library with its directory and runpath.
     """
     device = _set_up_device()
-    return sdk_options_for(device.runtime_lib_dir, device_type, aot_mode, compile_only)
+    return sdk_options_for(
+        device.runtime_lib_dir,
+        device_type,
+        aot_mode,
+        compile_only,
+        include_dir=device.sdk_include_dir,
+    )
 
 
 def runtime_registered_modules() -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -23,6 +24,9 @@ SDK_DIR = Path(__file__).resolve().parent / "sdk"
 SDK_INCLUDE_DIR = SDK_DIR / "include"
 RUNTIME_SOURCE = SDK_DIR / "src" / "sampledev_runtime.c"
 RUNTIME_HEADER = SDK_INCLUDE_DIR / "sampledev" / "runtime.h"
+#: Names an installed copy of the SDK (``install_sdk``) that the sample device uses instead
+#: of the one it builds in its cache dir: a machine whose SDK lives elsewhere, or differs.
+SDK_DIR_ENV = "INDUCTOR_DEVICE_OPTIONS_SAMPLE_SDK"
 
 
 class SdkBuildError(RuntimeError):
@@ -76,21 +80,43 @@ def build_runtime_library(lib_dir: Path) -> Path:
     return library
 
 
+def install_sdk(destination: Path) -> Path:
+    """Install the SDK as a vendor's installer would: its headers in ``destination/include``
+    and its runtime library, built, in ``destination/lib``. Returns ``destination``."""
+    shutil.copytree(SDK_INCLUDE_DIR, destination / "include")
+    build_runtime_library(destination / "lib")
+    return destination
+
+
+def installed_sdk(root: Path) -> tuple[Path, Path]:
+    """(include dir, runtime library) of the SDK installed at ``root`` (``install_sdk``)."""
+    include_dir, library = root / "include", root / "lib" / RUNTIME_LIBRARY_FILE
+    if not (include_dir / "sampledev" / "runtime.h").is_file() or not library.is_file():
+        raise SdkBuildError(
+            f"{root} holds no {DEVICE_NAME} SDK (include/sampledev/runtime.h and "
+            f"lib/{RUNTIME_LIBRARY_FILE}): install one there with "
+            "inductor_device_options.sample.sdk.install_sdk"
+        )
+    return include_dir, library
+
+
 def sdk_options_for(
     runtime_lib_dir: Path,
     device_type: str,
     aot_mode: bool,
     compile_only: bool,
     defaults: CppDeviceOptions | None = None,
+    include_dir: Path = SDK_INCLUDE_DIR,
 ) -> CppDeviceOptions:
-    """Torch's defaults for ``device_type`` (or ``defaults``) plus what the sample SDK needs."""
+    """Torch's defaults for ``device_type`` (or ``defaults``) plus what the sample SDK needs
+    (its headers in ``include_dir``, its runtime library in ``runtime_lib_dir``)."""
     options = (
         default_cpp_device_options(device_type, aot_mode, compile_only)
         if defaults is None
         else defaults
     )
     options.definitions.append(DEVICE_MACRO)
-    options.include_dirs.append(str(SDK_INCLUDE_DIR))
+    options.include_dirs.append(str(include_dir))
     options.libraries_dirs.append(str(runtime_lib_dir))
     options.libraries.append(RUNTIME_LIBRARY)
     # The compiled module is loaded from Inductor's cache, far from the SDK: the

@@ -1,0 +1,147 @@
+"""The SDK identity: a digest of what a build of a device's code reads, by content.
+
+It covers the files under the device's own include dirs (not torch's tree, which torch's
+version covers) and each library the options name, and nothing of where they lie, when they
+were written or which inode holds them: the same contents give the same identity on every
+machine and in every install, and any change of contents gives a new one. A provider may
+add an identity of its own (``sdk_identity``, such as an SDK's version), which joins the
+digest.
+
+The walk is bounded and never raises (``_fs.BoundedWalk``): a symlink loop or an unreadable
+entry is part of the digest, and a symlinked dir that leads out of those include dirs is
+recorded by where it points (as written in the link), not walked. Contents are hashed once
+per file and stat (``content_memo``): a process whose memo is warm only stats. The identity
+of a set of options is computed once per process: a change made while a process runs is
+seen by the next process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from .. import _state
+from .._fs import BoundedWalk, WalkEntry, find_library, inside_torch, within
+from .content_memo import DIGEST_SIZE, ContentMemo, memo_dir
+
+#: The definition that carries a device's SDK identity to the compiler: the C++ code cache
+#: keys on the command line.
+IDENTITY_DEFINITION = "INDUCTOR_DEVICE_OPTIONS_SDK_IDENTITY"
+
+#: Entries one identity looks at, at most: an include dir that holds a whole system must
+#: not make the first lookup walk it.
+MAX_ENTRIES = 100_000
+
+_Key = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], "str | None"]
+# (include dirs, library dirs, libraries, the provider's own identity) -> the identity:
+# computed once per process and set of options. _state.reset() clears it.
+_identities: _state.BoundedCache[_Key, str | None] = _state.cache(256)
+
+_UNKNOWN = object()  # not in the cache (None is a value it holds)
+
+
+def sdk_identity(
+    include_dirs: list[str],
+    libraries_dirs: list[str],
+    libraries: list[str],
+    own: str | None = None,
+) -> str | None:
+    """The hex digest of the device's own headers and libraries (real paths expected) and
+    of ``own``, the provider's identity; None when there is none of these."""
+    key: _Key = (tuple(include_dirs), tuple(libraries_dirs), tuple(libraries), own)
+    known = _identities.get(key, _UNKNOWN)
+    if known is not _UNKNOWN:
+        return known  # type: ignore[return-value]
+    return _identities.put(key, _compute(include_dirs, libraries_dirs, libraries, own))
+
+
+def _compute(
+    include_dirs: list[str], libraries_dirs: list[str], libraries: list[str], own: str | None
+) -> str | None:
+    roots = _outermost(
+        [path for path in include_dirs if os.path.isdir(path) and not inside_torch(path)]
+    )
+    library_files = [
+        path for path in _library_files(libraries_dirs, libraries) if not inside_torch(path)
+    ]
+    if not roots and not library_files and own is None:
+        return None
+    directory = memo_dir()
+    digest = hashlib.blake2b(digest_size=DIGEST_SIZE)
+    walk = BoundedWalk(roots, limit=MAX_ENTRIES, follow=lambda real: within(real, roots))
+    for index, root in enumerate(roots):
+        digest.update(f"include dir {index}\n".encode())
+        _hash_tree(walk, root, ContentMemo(root, directory), digest)
+    memos = {parent: ContentMemo(parent, directory) for parent in _parents(library_files)}
+    for path in library_files:
+        line = _library_line(path, memos[os.path.dirname(path)])
+        digest.update(line.encode("utf-8", "surrogateescape"))
+    for memo in memos.values():
+        memo.save()
+    if own is not None:
+        digest.update(f"provider {own}\n".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def _outermost(directories: list[str]) -> list[str]:
+    """Drop dirs inside another listed dir (CANN lists include/ and include/experiment/...):
+    the outer walk covers them."""
+    outer: list[str] = []
+    for path in sorted(set(directories)):
+        if not any(path.startswith(parent + os.sep) for parent in outer):
+            outer.append(path)
+    return outer
+
+
+def _library_files(libraries_dirs: list[str], libraries: list[str]) -> list[str]:
+    """The real path of the file each -l<name> resolves to in the given dirs (as ld)."""
+    found = (find_library(library, libraries_dirs) for library in libraries)
+    return [os.path.realpath(path) for path in found if path is not None]
+
+
+def _hash_tree(walk: BoundedWalk, root: str, memo: ContentMemo, digest: hashlib.blake2b) -> None:
+    """One line per entry under ``root``, labels relative to it, sorted (scandir's order is
+    the file system's), in one update."""
+    lines = [_line(entry, root, memo) for entry in walk.walk(root)]
+    memo.save()
+    lines.sort()
+    digest.update("".join(lines).encode("utf-8", "surrogateescape"))
+
+
+def _line(entry: WalkEntry, root: str, memo: ContentMemo) -> str:
+    if entry.kind == "file":
+        assert entry.status is not None
+        try:
+            content = memo.digest(entry.label, os.path.join(root, entry.label), entry.status)
+        except OSError as error:
+            return f"unreadable {entry.label} {error.errno}\n"
+        return f"{entry.label}\0{content}\n"
+    if entry.kind == "dir":
+        return f"dir {entry.label}\n"
+    if entry.kind == "link":
+        return f"link {entry.label} -> {_link_text(os.path.join(root, entry.label))}\n"
+    if entry.kind == "unreadable":
+        return f"unreadable {entry.label} {entry.errno}\n"
+    return f"stopped after {MAX_ENTRIES} entries\n"
+
+
+def _link_text(path: str) -> str:
+    """Where a link points as written (a relative link reads the same on every machine);
+    a dir reached again without a link is one of the tree's own dirs."""
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "(a dir of the tree)"
+
+
+def _parents(paths: list[str]) -> list[str]:
+    return sorted({os.path.dirname(path) for path in paths})
+
+
+def _library_line(path: str, memo: ContentMemo) -> str:
+    name = os.path.basename(path)
+    try:
+        content = memo.digest(name, path, os.stat(path))
+    except OSError as error:
+        return f"library {name} unreadable {error.errno}\n"
+    return f"library {name}\0{content}\n"

@@ -1,0 +1,135 @@
+"""One "machine" of a fleet: a fresh process with the sample device on the SDK at
+``$INDUCTOR_DEVICE_OPTIONS_SAMPLE_SDK`` and its own ``$TORCHINDUCTOR_CACHE_DIR`` (unless a
+test shares one), which runs the steps it is given and prints what it saw as JSON.
+
+    python fleet_machine.py '[["compile"], ["package", "/x/model.pt2"], ["load", "/x/model.pt2"]]'
+
+Each step's result says, by behaviour, which SDK the code that ran was built against: the
+SDKs of the tests differ in the matrix product of their C shim (SDK "A" computes ``a @ b``,
+SDK "B" ``b @ a``), so the result of ``a @ b`` on the device names it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from inductor_device_options import sample
+
+
+class MatrixProduct(torch.nn.Module):
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a @ b
+
+
+def inputs() -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(0)
+    return torch.randn(4, 4, generator=generator), torch.randn(4, 4, generator=generator)
+
+
+def built_against(result: torch.Tensor) -> str:
+    a, b = inputs()
+    if torch.allclose(result.cpu(), a @ b):
+        return "A"
+    if torch.allclose(result.cpu(), b @ a):
+        return "B"
+    return "neither"
+
+
+def shared_objects() -> dict[str, int]:
+    """Every .so in Inductor's cache dir, with its modification time."""
+    root = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
+    return {str(path): path.stat().st_mtime_ns for path in root.rglob("*.so")}
+
+
+def device_inputs() -> tuple[torch.Tensor, torch.Tensor]:
+    return tuple(tensor.to(sample.DEVICE_NAME) for tensor in inputs())  # type: ignore[return-value]
+
+
+def compile_step() -> dict[str, Any]:
+    from torch._dynamo.utils import counters
+
+    before = shared_objects()
+    counters.clear()
+    torch._dynamo.reset()
+    compiled = torch.compile(MatrixProduct(), options={"cpp_wrapper": True})
+    result = compiled(*device_inputs())
+    after = shared_objects()
+    return {
+        "built_against": built_against(result),
+        "fx_graph_cache": {
+            outcome: counters["inductor"][f"fxgraph_cache_{outcome}"] for outcome in ("hit", "miss")
+        },
+        "built_objects": sorted(path for path, mtime in after.items() if before.get(path) != mtime),
+    }
+
+
+def package_step(path: str) -> dict[str, Any]:
+    exported = torch.export.export(MatrixProduct(), device_inputs())
+    torch._inductor.aoti_compile_and_package(exported, package_path=path)
+    from inductor_device_options.hook.pt2_stamp import package_stamp
+
+    return {"stamp": package_stamp(path)}
+
+
+def load_step(path: str) -> dict[str, Any]:
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            model = torch._inductor.aoti_load_package(path)
+        except Exception as error:
+            return {"error": type(error).__name__, "message": str(error)}
+    return {
+        "built_against": built_against(model(*device_inputs())),
+        "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
+    }
+
+
+def save_artifacts_step(path: str) -> dict[str, Any]:
+    artifacts = torch.compiler.save_cache_artifacts()
+    assert artifacts is not None, "no cache artifacts were recorded"
+    Path(path).write_bytes(artifacts[0])
+    return {"saved": path}
+
+
+def load_artifacts_step(path: str) -> dict[str, Any]:
+    torch.compiler.load_cache_artifacts(Path(path).read_bytes())
+    return {"loaded": path}
+
+
+def sdk_identity_step() -> dict[str, Any]:
+    from torch._inductor.codecache import CacheBase
+
+    from inductor_device_options.hook.device_identity import device_identity
+
+    return {
+        "identity": device_identity(sample.DEVICE_NAME),
+        "system": CacheBase.get_system(),
+    }
+
+
+STEPS = {
+    "compile": compile_step,
+    "package": package_step,
+    "load": load_step,
+    "save_artifacts": save_artifacts_step,
+    "load_artifacts": load_artifacts_step,
+    "identity": sdk_identity_step,
+}
+
+
+def main() -> None:
+    sample.setup(os.environ["FLEET_SAMPLE_BUILD_DIR"])
+    results = [STEPS[name](*arguments) for name, *arguments in json.loads(sys.argv[1])]
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
