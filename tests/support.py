@@ -86,6 +86,7 @@ DOCTOR_CHECKS = (
     "headers",
     "shadowed_headers",
     "libraries",
+    "cache_keys",
     "probe_build",
     "probe_load",
 )

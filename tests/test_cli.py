@@ -115,9 +115,11 @@ KEYS = {
         "invalid_declarations",
         "declaration_conflicts",
         "not_asked",
+        "sdk_identities",
         "notes",
     },
-    "show": DEVICE_KEYS | {"compile_only", "options", "commands", "asked", "notes", "torch_hooks"},
+    "show": DEVICE_KEYS
+    | {"compile_only", "options", "commands", "asked", "notes", "torch_hooks", "sdk_identity"},
     "doctor": DEVICE_KEYS | {"ok", "exit_code", "checks", "notes", "torch_hooks"},
     "doctor-all": COMMON_KEYS | {"aot_mode", "ok", "exit_code", "devices", "notes"},
 }
@@ -461,9 +463,9 @@ def test_doctor_names_a_missing_include_dir_in_plain_text(
         "PASS",
         "PASS",
         "FAIL",
-        *["PASS"] * 5,
+        *["PASS"] * 6,
     ]
-    assert lines[-1] == "1 of 11 checks failed."
+    assert lines[-1] == "1 of 12 checks failed."
 
 
 def test_a_provider_raising_system_exit_0_is_a_failed_check_not_a_success(
@@ -474,10 +476,10 @@ def test_a_provider_raising_system_exit_0_is_a_failed_check_not_a_success(
     assert problem["cause"] == "SystemExit: 0"
     assert [check["status"] for check in checks.values()] == ["pass", "pass", "skip", "fail"] + [
         "skip"
-    ] * 7
+    ] * 8
     out = text_of(doctors["exit_text"], 1)
     assert "FAIL  options computed: the provider raised SystemExit" in out
-    assert out.splitlines()[-1] == "1 of 11 checks failed."
+    assert out.splitlines()[-1] == "1 of 12 checks failed."
     show = json_of(doctors["exit_show"], "show", 1)
     assert show["error"]["type"] == "SystemExit"
     assert show["options"] is None
@@ -489,7 +491,7 @@ def test_flags_are_well_formed_only_if_g_plus_plus_gets_them_as_meant(
     """A response file, and a library dir whose real path has a space: neither is what the
     provider wrote reaching g++ as one argument. No probe is built with them."""
     rsp = checks_of(json_of(doctors["response_file"], "doctor", 1))
-    assert [check["status"] for check in rsp.values()][3:] == ["pass", "fail"] + ["skip"] * 6
+    assert [check["status"] for check in rsp.values()][3:] == ["pass", "fail"] + ["skip"] * 7
     [problem] = rsp["flags"]["problems"]
     assert problem["cause"].startswith(
         f"definitions[1] = '@{site}/clidev_sdk/rsp' reaches g++ as the argument "
@@ -535,7 +537,7 @@ def test_doctor_reports_a_provider_error_with_its_fix(doctors: dict[str, Run]) -
     assert problem["fix"] == "run clidev-setup"
     assert [check["status"] for check in checks.values()] == ["pass", "pass", "skip", "fail"] + [
         "skip"
-    ] * 7
+    ] * 8
 
 
 def test_doctor_names_each_malformed_flag_of_a_given_provider(doctors: dict[str, Run]) -> None:

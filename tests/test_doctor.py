@@ -687,12 +687,12 @@ def test_an_error_of_the_package_itself_is_an_internal_error_not_the_provider_s(
     sdk: Sdk, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A bug of the package cannot be had for real (the known one, paths that are not UTF-8
-    in the SDK fingerprint, is fixed): one is injected into the function that finishes a
+    in the SDK identity, is fixed): one is injected into the function that finishes a
     provider's options, after the provider has returned."""
     from inductor_device_options import _state
     from inductor_device_options.options import pipeline
 
-    def broken_fresh_options(options: object) -> object:
+    def broken_fresh_options(options: object, own_identity: object = None) -> object:
         raise UnicodeEncodeError("utf-8", "\udcff", 0, 1, "surrogates not allowed")
 
     monkeypatch.setattr(pipeline, "fresh_options", broken_fresh_options)

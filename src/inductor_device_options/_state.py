@@ -84,6 +84,11 @@ watcher: list[Any] = []
 #: torch 2.15's ``_privateuse1_backend_init_in_progress``; guarded by Dynamo's compile lock).
 backend_init_in_progress: list[bool] = [False]
 
+# --- hook/device_identity: the devices whose SDK identity keys Inductor's caches -----------
+#: Device types whose identity keys the caches while a diagnosis asks what the key would hold
+#: (doctor, for a device whose backend is not imported in its process).
+keyed_for_diagnosis: set[str] = set()
+
 # --- hook/asked: what builds asked and which warnings were given ---------------------------
 #: (device type served, device type asked) -> the codegen that asked, seen this process.
 not_asked_seen: BoundedCache[tuple[str, str], str] = cache(256)
@@ -99,5 +104,6 @@ def reset() -> None:
         loaded.clear()
         guaranteed.clear()
         declarations.clear()
+        keyed_for_diagnosis.clear()
         for made in _caches:
             made.clear()

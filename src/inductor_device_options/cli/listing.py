@@ -1,6 +1,7 @@
 """``inductor-device-options list``: torch, the hook, every device this process knows a
-source of options for, which of torch 2.15's hooks torch has or this package provides, and
-the declarations that are ignored or in conflict."""
+source of options for, which of torch 2.15's hooks torch has or this package provides, the
+declarations that are ignored or in conflict, and the SDK identities Inductor's caches key
+on."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..diagnose.asked import AskedDevice, asked_device_type
+from ..diagnose.cache_keying import CacheKeying, served_keying
 from ..hook.asked import seen as seen_not_asked
 from ..introspection import DeviceOptionsSource, hook_state, known_device_options_sources
 from ..lookup import entry_points as _entry_points
@@ -55,6 +57,7 @@ def list_command(args: argparse.Namespace, output: Output) -> int:
             "Not asked for by their cpp_wrapper builds (their options never reach them):",
             [f"{asked.device_type}: {asked.describe()}" for asked in _not_asked(sources)],
         ),
+        ("SDK identities (what Inductor's caches key on):", _keying_lines()),
     ]
     for title, lines in sections:
         if lines:
@@ -90,7 +93,24 @@ def _print_document(output: Output, sources: Sequence[DeviceOptionsSource]) -> N
             _conflict_json(conflict) for conflict in _entry_points.declaration_conflicts()
         ],
         not_asked=[asked._asdict() for asked in _not_asked(sources)],
+        sdk_identities=[
+            keying.document()
+            if isinstance(keying, CacheKeying)
+            else {"device_type": keying[0], "error": repr(keying[1])}
+            for keying in served_keying()
+        ],
     )
+
+
+def _keying_lines() -> list[str]:
+    lines = []
+    for keying in served_keying():
+        if isinstance(keying, CacheKeying):
+            first, *rest = keying.describe()
+            lines += [f"{keying.device_type}: {first}", *rest]
+        else:
+            lines.append(f"{keying[0]}: cannot be computed: {keying[1]!r}")
+    return lines
 
 
 def _not_asked(sources: Sequence[DeviceOptionsSource]) -> list[AskedDevice]:

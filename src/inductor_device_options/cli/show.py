@@ -1,11 +1,13 @@
-"""``inductor-device-options show DEVICE``: the seven lists Inductor gets for the device
-and the commands Inductor's own ``CppBuilder`` renders with them."""
+"""``inductor-device-options show DEVICE``: the seven lists Inductor gets for the device,
+the commands Inductor's own ``CppBuilder`` renders with them, and the device's SDK identity
+with the caches that key on it."""
 
 from __future__ import annotations
 
 import sys
 
 from ..diagnose.asked import asked_device_type
+from ..diagnose.cache_keying import cache_keying
 from ..diagnose.probe import probe_commands
 from ..hook.lookups import get_cpp_device_options
 from ..options.model import FIELDS, CppDeviceOptions
@@ -18,13 +20,17 @@ def show(run: DeviceRun) -> int:
     try:
         options = get_cpp_device_options(args.device, args.aot, args.compile_only)
         commands = probe_commands(args.device, args.aot, args.compile_only, run.work)
+        keying = cache_keying(args.device)
     except KeyboardInterrupt:
         raise
     except BaseException as error:  # SystemExit(0) from a provider is a failure, not success
         return fail(run, "show", error, EXIT_FAILED)
     asked = asked_device_type(args.device, args.aot)
     run.document.update(
-        options=options._asdict(), commands=commands._asdict(), asked=asked._asdict()
+        options=options._asdict(),
+        commands=commands._asdict(),
+        asked=asked._asdict(),
+        sdk_identity=keying.document(),
     )
     if args.json:
         run.output.print_json("show", **run.document)
@@ -41,6 +47,7 @@ def show(run: DeviceRun) -> int:
     if commands.link is not None:
         print(f"{style.bold('link')} (compile_only=False):")
         print(f"  {commands.link}")
+    print("\n" + "\n".join(keying.describe()))
     print("\n" + "\n".join(torch_hooks_lines(style)))
     return EXIT_OK
 
@@ -54,4 +61,6 @@ def _print_options(style: Style, options: CppDeviceOptions) -> None:
             print(f"{' ' * width}  {line}")
 
 
-show_entry = device_command("show", show, options=None, commands=None, asked=None)
+show_entry = device_command(
+    "show", show, options=None, commands=None, asked=None, sdk_identity=None
+)

@@ -40,6 +40,7 @@ CHECKS: dict[str, str] = {
     "headers": "Inductor's device headers found",
     "shadowed_headers": "no shadowed headers",
     "libraries": "libraries found",
+    "cache_keys": "the SDK identity keys Inductor's caches",
     "probe_build": "probe compiles and links",
     "probe_load": "probe loads",
     # With --aot and without --compile: always a SKIP that says so.

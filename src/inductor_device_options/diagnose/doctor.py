@@ -3,7 +3,8 @@ handed on as soon as it is done; and the run of a ``--provider`` that cannot be 
 Computes only: ``cli/`` prints.
 
 The checks themselves are in ``hook_checks``, ``torch_hook_checks``, ``options_checks``,
-``path_checks``, ``header_checks`` and ``probe_checks``; what a check is, in ``checks``.
+``path_checks``, ``header_checks``, ``cache_key_checks`` and ``probe_checks``; what a check
+is, in ``checks``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from .._errors import ProviderLoadError
 from ..introspection import DeviceOptionsSource
 from .backend_init_run import BackendInit, run_backend_init
+from .cache_key_checks import check_cache_keys
 from .checks import COMPILE_CHECKS, Check, Context, Problem, check, check_names
 from .header_checks import check_headers, check_shadowed_headers
 from .hook_checks import check_device_asked, check_hook
@@ -62,6 +64,7 @@ def run_doctor(
         lambda context: check_headers(context, progress),
         check_shadowed_headers,
         check_libraries,
+        check_cache_keys,
         lambda context: check_probe_build(context, progress),
         lambda context: check_probe_load(context, progress),
     ]

@@ -9,8 +9,10 @@ those options name.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 
 from .. import _state
 from .._torch_names import CPP_BUILDER
@@ -48,10 +50,25 @@ def identity_device_types() -> list[str]:
     module = sys.modules.get(CPP_BUILDER)
     registry = torch_registry(module) if module is not None else None
     names.update(name for name in registry or () if isinstance(name, str))
-    usable = _usable_device_types()
+    usable = _usable_device_types() | _state.keyed_for_diagnosis
     names.update(name for name in declared_entry_points() if name in usable)
     names.update(name for name in usable if interface_answering(name) is not None)
     return sorted(name for name in names if is_served(normalize_device_type(name)))
+
+
+@contextlib.contextmanager
+def keyed_as_if_usable(device_type: str) -> Iterator[None]:
+    """For the block, ``device_type`` keys the caches as if this process could compile for
+    it: what a diagnosis asks, in a process that has not imported the device's backend."""
+    with _state.lock:
+        added = device_type not in _state.keyed_for_diagnosis
+        _state.keyed_for_diagnosis.add(device_type)
+    try:
+        yield
+    finally:
+        if added:
+            with _state.lock:
+                _state.keyed_for_diagnosis.discard(device_type)
 
 
 def _usable_device_types() -> set[str]:
