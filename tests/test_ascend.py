@@ -22,11 +22,12 @@ import pytest
 from support import NATIVE, cpp_builder_keeps_whole
 
 import inductor_device_options as ido
-from inductor_device_options import ascend
+from inductor_device_options import ascend, testing
 from inductor_device_options.ascend import _cann
 from inductor_device_options.ascend._cann import cann_arch
 from inductor_device_options.ascend._provider import npu_cpp_device_options
 from inductor_device_options.lookup.provider_attributes import HEADERS_ATTRIBUTE, hints_of
+from inductor_device_options.options.identity import IDENTITY_DEFINITION as IDENTITY
 
 ARCH = cann_arch()
 ENV_VARS = (
@@ -388,6 +389,34 @@ def test_provider_is_defaults_plus_npu_and_reaches_inductor(
     assert without_core_definitions(ido.get_cpp_device_options("npu")) == expected
     assert without_core_definitions(ido.get_cpp_device_options("npu", aot_mode=True)) == expected
     assert ido.get_cpp_device_options("cpu") == ido.default_cpp_device_options("cpu")
+
+
+def test_the_cann_release_joins_npus_sdk_identity(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two CANN trees whose headers and libraries are the same but whose install info names
+    another release: another identity (CANN's own), and the release is what says so."""
+    layout = classic_toolkit(base)
+    torch_npu = make_torch_npu(base)
+    use(monkeypatch, layout, torch_npu)
+    ascend.register()
+    info = layout.home / ARCH / "ascend_toolkit_install.info"
+
+    def identity() -> str:
+        testing.reset()
+        ascend.register()
+        [definition] = [
+            d for d in ido.get_cpp_device_options("npu").definitions if d.startswith(IDENTITY)
+        ]
+        return definition
+
+    without_info = identity()
+    assert ascend.cpp_device_options.sdk_identity("npu") is None  # type: ignore[attr-defined]
+    write(info, "package_name=Ascend-cann-toolkit\nversion=8.0.RC3\narch=x86_64\n")
+    assert ascend.cpp_device_options.sdk_identity("npu") == "CANN 8.0.RC3"  # type: ignore[attr-defined]
+    rc3 = identity()
+    write(info, "package_name=Ascend-cann-toolkit\nversion=8.0.0\narch=x86_64\n")
+    assert len({without_info, rc3, identity()}) == 3
 
 
 def test_torch_npu_found_by_override_and_lib_override(

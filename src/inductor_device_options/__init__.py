@@ -32,7 +32,6 @@ from ._errors import (
     ReservedDeviceTypeError,
     RunpathError,
     SdkMismatchError,
-    SdkMismatchWarning,
 )
 from .hook.install import arm
 from .hook.lookups import default_cpp_device_options, get_cpp_device_options
@@ -64,7 +63,6 @@ __all__ = [
     "ReservedDeviceTypeError",
     "RunpathError",
     "SdkMismatchError",
-    "SdkMismatchWarning",
     "arm",
     "default_cpp_device_options",
     "get_cpp_device_options",

@@ -210,7 +210,7 @@ class SdkMismatchError(CppDeviceOptionsError, RuntimeError):
     Raised when the package is loaded (``torch._inductor.aoti_load_package``,
     ``torch._inductor.package.load_package``, ``torch._C._aoti.AOTIModelPackageLoader``),
     before its model is opened. ``INDUCTOR_DEVICE_OPTIONS_ACCEPT_SDK_MISMATCH=1`` loads it
-    anyway, with a :class:`SdkMismatchWarning` instead.
+    anyway, with a ``RuntimeWarning`` that says the same instead.
 
     Attributes:
         built: The SDK identity the package was built against.
@@ -237,11 +237,6 @@ class SdkMismatchError(CppDeviceOptionsError, RuntimeError):
         self.built = built
         self.current = current
         self.package = package
-
-
-class SdkMismatchWarning(RuntimeWarning):
-    """An AOTInductor package built against another SDK was loaded anyway, because
-    ``INDUCTOR_DEVICE_OPTIONS_ACCEPT_SDK_MISMATCH=1`` says so (see :class:`SdkMismatchError`)."""
 
 
 class DeviceNotAskedWarning(RuntimeWarning):

@@ -159,6 +159,25 @@ def find_cann(default_roots: Sequence[str] | None = None) -> CannInstall:
     return _found.put(key, _search(os.environ, roots, arch_dir))
 
 
+#: The file of a CANN release that says which it is (``version=8.5.0``), in the ``<arch>-linux``
+#: sub-tree (the installation guide's "check the CANN installation").
+VERSION_FILE = "ascend_toolkit_install.info"
+
+
+def cann_version(cann: CannInstall) -> str | None:
+    """The release ``version=`` of the toolkit's install info, or None where there is none."""
+    for directory in (os.path.join(cann.home, cann.arch_dir), cann.home):
+        try:
+            with open(os.path.join(directory, VERSION_FILE), encoding="utf-8") as info:
+                for line in info:
+                    key, _, value = line.strip().partition("=")
+                    if key == "version" and value:
+                        return value
+        except (OSError, UnicodeDecodeError):
+            continue
+    return None
+
+
 @functools.cache
 def machine() -> str:
     """``platform.machine()`` without importing platform (CANN is Linux-only)."""

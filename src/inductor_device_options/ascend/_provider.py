@@ -8,10 +8,10 @@ from collections.abc import Callable, Sequence
 
 from .._state import BoundedCache
 from ..hook.lookups import default_cpp_device_options
-from ..lookup.provider_attributes import HEADERS_ATTRIBUTE, HINTS_ATTRIBUTE
+from ..lookup.provider_attributes import HEADERS_ATTRIBUTE, HINTS_ATTRIBUTE, IDENTITY_ATTRIBUTE
 from ..options.model import CppDeviceOptions
 from ._cache import cache
-from ._cann import CannInstall, find_cann
+from ._cann import CannInstall, cann_version, find_cann
 from ._errors import CannPathError
 from ._headers import inductor_headers
 from ._hints import DOCTOR_HINTS
@@ -85,8 +85,17 @@ def cpp_device_options(
     return merged.copy()
 
 
-# What doctor reads off the provider (lookup/provider_attributes.py): the headers torch_npu's
-# codegen includes, and the Ascend words for its fixes.
+def sdk_identity(device_type: str) -> str | None:
+    """What joins npu's SDK identity besides the contents of its headers and libraries: the
+    CANN release (``CANN 8.5.0``), from its install info, where it says one."""
+    version = cann_version(find_cann())
+    return None if version is None else f"CANN {version}"
+
+
+# What the package reads off the provider (lookup/provider_attributes.py): CANN's release for
+# the SDK identity; for doctor, the headers torch_npu's codegen includes and the Ascend words
+# for its fixes.
+setattr(cpp_device_options, IDENTITY_ATTRIBUTE, sdk_identity)
 setattr(cpp_device_options, HEADERS_ATTRIBUTE, inductor_headers)
 setattr(cpp_device_options, HINTS_ATTRIBUTE, DOCTOR_HINTS)
 

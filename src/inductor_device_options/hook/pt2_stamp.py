@@ -26,7 +26,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from .._errors import SdkMismatchError, SdkMismatchWarning
+from .._errors import SdkMismatchError
 from ..lookup.device_types import normalize_device_type
 from .device_identity import device_identity
 from .serve import is_served
@@ -149,7 +149,7 @@ def check_package(path: str, model_name: str = "model") -> None:
     )
     if os.environ.get(ACCEPT_MISMATCH_ENV) == "1":
         warnings.warn(
-            f"{error}; loaded anyway ({ACCEPT_MISMATCH_ENV}=1)", SdkMismatchWarning, stacklevel=3
+            f"{error}; loaded anyway ({ACCEPT_MISMATCH_ENV}=1)", RuntimeWarning, stacklevel=3
         )
         return
     raise error
