@@ -51,7 +51,8 @@ warnings = []
 class Collect(logging.Handler):
     def emit(self, record):
         warnings.append(record.getMessage())
-logging.getLogger().addHandler(Collect(logging.WARNING))
+for logger in ("", "torch._inductor"):  # torch's loggers do not propagate
+    logging.getLogger(logger).addHandler(Collect(logging.WARNING))
 """
 )
 

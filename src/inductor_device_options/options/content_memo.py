@@ -1,15 +1,21 @@
 """The content digests of an SDK's files, remembered between processes by each file's stat.
 
 Hashing the contents of a whole SDK (thousands of headers, libraries of tens of MB) in every
-process would make the first lookup slow. So the digest of each file is kept on disk, in
-Inductor's cache dir, with the file's full ``stat``: device, inode, size, modification time
-and change time. A process whose memo is warm only stats. A file is hashed again when any of
-those changed; its change time (ctime) cannot be set back, so a rewritten file is always
-hashed again, even when its size and modification time were restored.
+process would make the first lookup slow. So what was hashed is kept on disk, in Inductor's
+cache dir, one memo per root (an include dir, a library's dir):
 
-A file changed within :data:`SETTLE_NS` of being hashed is not remembered (its stat could
-still change within the file system's clock tick without showing it): it is hashed again by
-the next process. The memo is a cache: a missing or broken one is rebuilt, and concurrent
+* the **tree**: the digest of every entry's full ``stat`` under the root (device, inode,
+  size, modification time, change time) with the content digest it gave. A process that
+  finds the same stats takes the content digest as it is: it only walked and statted, as
+  the fingerprint of sizes and times this replaced did;
+* the **files**: each file's content digest by its full stat, so that where the tree
+  changed only the files whose stat changed are hashed again.
+
+A file's change time (ctime) cannot be set back: a rewritten file is always hashed again,
+even when its size and modification time were restored. A file changed within
+:data:`SETTLE_NS` of being hashed is not remembered (its stat could still change within the
+file system's clock tick without showing it), nor the tree that holds it: the next process
+hashes it again. A memo is a cache: a missing or broken one is rebuilt, and concurrent
 processes each replace it whole (the last one wins).
 """
 
@@ -26,13 +32,18 @@ DIGEST_SIZE = 16
 #: How recent a change may be and still be remembered (ns).
 SETTLE_NS = 2_000_000_000
 _CHUNK = 1 << 20
-_VERSION = 1
+_VERSION = 2
 
 Stat = tuple[int, int, int, int, int]  # device, inode, size, mtime_ns, ctime_ns
 
 
 def stat_key(status: os.stat_result) -> Stat:
     return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+
+
+def settled(status: os.stat_result) -> bool:
+    """Whether the file's last change is old enough to be remembered."""
+    return time.time_ns() - max(status.st_mtime_ns, status.st_ctime_ns) > SETTLE_NS
 
 
 def content_digest(path: str) -> str:
@@ -45,19 +56,30 @@ def content_digest(path: str) -> str:
 
 
 class ContentMemo:
-    """The remembered digests of the files under one root (an include dir, a library's
-    dir): :meth:`digest` gives a file's digest, hashing it only where its stat changed;
-    :meth:`save` writes what this walk saw, when anything was hashed."""
+    """The memo of one root: :meth:`tree` gives the content digest remembered for the
+    root's stats, :meth:`digest` a file's (hashing it where its stat changed), :meth:`save`
+    writes what this walk saw, when anything was hashed."""
 
-    def __init__(self, root: str, directory: str | None) -> None:
-        self._path = None if directory is None else os.path.join(directory, _file_name(root))
-        self._known = self._load()
+    def __init__(self, root: str, directory: str) -> None:
+        self._path = os.path.join(directory, _file_name(root))
+        self._known: dict[str, object] | None = None  # read at the first digest()
         self._seen: dict[str, list[object]] = {}
         self._hashed = False
+
+    def tree(self, stats: str) -> str | None:
+        """The content digest remembered for a tree whose stats digest is ``stats``."""
+        try:
+            with open(f"{self._path}.tree") as file:
+                remembered, _, content = file.read().partition(" ")
+        except OSError:
+            return None
+        return content.strip() if remembered == stats and content.strip() else None
 
     def digest(self, label: str, path: str, status: os.stat_result) -> str:
         """The digest of ``path`` (``label``: its name under the root), whose stat is
         ``status``. Raises ``OSError`` when the file cannot be read."""
+        if self._known is None:
+            self._known = self._load()
         key = list(stat_key(status))
         known = self._known.get(label)
         if isinstance(known, list) and len(known) == 6 and known[:5] == key:
@@ -65,26 +87,24 @@ class ContentMemo:
         else:
             digest = content_digest(path)
             self._hashed = True
-        if time.time_ns() - max(status.st_mtime_ns, status.st_ctime_ns) > SETTLE_NS:
+        if settled(status):
             self._seen[label] = [*key, digest]
         return digest
 
-    def save(self) -> None:
-        """Write what this walk saw, if it hashed anything; never raises."""
-        if self._path is None or not self._hashed:
-            return
+    def save(self, tree: tuple[str, str] | None = None) -> None:
+        """Write the files seen, if any was hashed, and ``tree`` (stats digest, content
+        digest) where given (None: the tree holds a file too recent to remember). Never
+        raises: a memo not written is hashed again by the next process."""
         try:
             os.makedirs(os.path.dirname(self._path), exist_ok=True)
-            descriptor, scratch = tempfile.mkstemp(dir=os.path.dirname(self._path))
-            with os.fdopen(descriptor, "w") as file:
-                json.dump({"version": _VERSION, "files": self._seen}, file)
-            os.replace(scratch, self._path)
+            if self._hashed:
+                _write(self._path, json.dumps({"version": _VERSION, "files": self._seen}))
+            if tree is not None:
+                _write(f"{self._path}.tree", " ".join(tree))
         except OSError:
-            pass  # a cache: the next process hashes again
+            pass
 
     def _load(self) -> dict[str, object]:
-        if self._path is None:
-            return {}
         try:
             with open(self._path) as file:
                 stored = json.load(file)
@@ -94,6 +114,17 @@ class ContentMemo:
             return {}
         files = stored.get("files")
         return files if isinstance(files, dict) else {}
+
+
+def _write(path: str, text: str) -> None:
+    descriptor, scratch = tempfile.mkstemp(dir=os.path.dirname(path))
+    try:
+        with os.fdopen(descriptor, "w") as file:
+            file.write(text)
+        os.replace(scratch, path)
+    except OSError:
+        os.unlink(scratch)
+        raise
 
 
 def _file_name(root: str) -> str:

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable
 
 from .. import _state
 from .._fs import BoundedWalk, WalkEntry, find_library, inside_torch, within
-from .content_memo import DIGEST_SIZE, ContentMemo, memo_dir
+from .content_memo import DIGEST_SIZE, ContentMemo, memo_dir, settled, stat_key
 
 #: The definition that carries a device's SDK identity to the compiler: the C++ code cache
 #: keys on the command line.
@@ -70,8 +71,7 @@ def _compute(
     digest = hashlib.blake2b(digest_size=DIGEST_SIZE)
     walk = BoundedWalk(roots, limit=MAX_ENTRIES, follow=lambda real: within(real, roots))
     for index, root in enumerate(roots):
-        digest.update(f"include dir {index}\n".encode())
-        _hash_tree(walk, root, ContentMemo(root, directory), digest)
+        digest.update(f"include dir {index} {_tree_digest(walk, root, directory)}\n".encode())
     memos = {parent: ContentMemo(parent, directory) for parent in _parents(library_files)}
     for path in library_files:
         line = _library_line(path, memos[os.path.dirname(path)])
@@ -99,13 +99,37 @@ def _library_files(libraries_dirs: list[str], libraries: list[str]) -> list[str]
     return [os.path.realpath(path) for path in found if path is not None]
 
 
-def _hash_tree(walk: BoundedWalk, root: str, memo: ContentMemo, digest: hashlib.blake2b) -> None:
-    """One line per entry under ``root``, labels relative to it, sorted (scandir's order is
-    the file system's), in one update."""
-    lines = [_line(entry, root, memo) for entry in walk.walk(root)]
-    memo.save()
-    lines.sort()
-    digest.update("".join(lines).encode("utf-8", "surrogateescape"))
+def _tree_digest(walk: BoundedWalk, root: str, directory: str) -> str:
+    """The digest of the contents under ``root``: one line per entry, labels relative to
+    it, sorted (scandir's order is the file system's). Where every entry's stat is what
+    the memo remembers, its digest, without reading a file."""
+    entries = list(walk.walk(root))
+    stats = _digest(_stat_line(entry, root) for entry in entries)
+    memo = ContentMemo(root, directory)
+    remembered = memo.tree(stats)
+    if remembered is not None:
+        return remembered
+    content = _digest(_line(entry, root, memo) for entry in entries)
+    all_settled = all(entry.status is None or settled(entry.status) for entry in entries)
+    memo.save((stats, content) if all_settled else None)
+    return content
+
+
+def _digest(lines: Iterable[str]) -> str:
+    text = "".join(sorted(lines))
+    return hashlib.blake2b(
+        text.encode("utf-8", "surrogateescape"), digest_size=DIGEST_SIZE
+    ).hexdigest()
+
+
+def _stat_line(entry: WalkEntry, root: str) -> str:
+    """What the memo's tree is keyed by: each file's full stat, the rest as in the digest."""
+    if entry.kind == "file":
+        assert entry.status is not None
+        return f"{entry.label}\0{stat_key(entry.status)}\n"
+    if entry.kind == "link":
+        return f"link {entry.label} -> {_link_text(os.path.join(root, entry.label))}\n"
+    return f"{entry.kind} {entry.label} {entry.errno}\n"
 
 
 def _line(entry: WalkEntry, root: str, memo: ContentMemo) -> str:
