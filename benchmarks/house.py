@@ -104,8 +104,10 @@ def main() -> int:
         total = sum(modules.values())
         limit = RUNTIME_LINES_LIMIT if lookup in LIMITED_LOOKUPS else None
         met &= limit is None or total <= limit
-        print(f"import torch + a {lookup} lookup: {total} lines in {len(modules)} modules "
-              f"(limit {limit or '-'})")
+        print(
+            f"import torch + a {lookup} lookup: {total} lines in {len(modules)} modules "
+            f"(limit {limit or '-'})"
+        )
         for name, lines in modules.items():
             print(f"    {lines:5d}  {name}")
     found = oversized()

@@ -1,8 +1,8 @@
 """A synthetic CANN install of realistic size, for the SDK benchmarks.
 
 The 8.5+ layout: real files under ``<arch>-linux/{include,lib64,pkg_inc}``, top-level views
-as symlinks, and a ``latest`` symlink to the versioned directory. Library files are small
-placeholders: discovery and the fingerprint look at names, sizes and times, not contents.
+as symlinks, and a ``latest`` symlink to the versioned directory. Headers are padded to
+``header_bytes`` (the SDK identity reads contents); library files are small placeholders.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ class SyntheticCann(NamedTuple):
     libraries: int
 
 
-def write_synthetic_cann(root: Path, headers: int, libraries: int) -> SyntheticCann:
+def write_synthetic_cann(
+    root: Path, headers: int, libraries: int, header_bytes: int = 0
+) -> SyntheticCann:
     arch = f"{platform.machine()}-linux"
     release = root / "cann-8.5.0"
     include = release / arch / "include"
@@ -33,7 +35,9 @@ def write_synthetic_cann(root: Path, headers: int, libraries: int) -> SyntheticC
     (include / "acl" / "acl.h").write_text("#pragma once\n")
     for index in range(headers - 1):
         sub = include / _HEADER_DIRS[index % len(_HEADER_DIRS)]
-        (sub / f"header_{index}.h").write_text(f"#pragma once\n#define H_{index} {index}\n")
+        text = f"#pragma once\n#define H_{index} {index}\n"
+        padding = max(0, header_bytes - len(text))
+        (sub / f"header_{index}.h").write_text(text + "//" + "x" * padding + "\n")
     names = ["ascendcl", "runtime", *(f"ascend_part{index}" for index in range(libraries - 2))]
     for name in names:
         (lib64 / f"lib{name}.so").write_bytes(b"\x7fELF placeholder " + name.encode())

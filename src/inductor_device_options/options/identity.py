@@ -18,12 +18,13 @@ seen by the next process.
 from __future__ import annotations
 
 import hashlib
+import marshal
 import os
 from collections.abc import Iterable
 
 from .. import _state
 from .._fs import BoundedWalk, WalkEntry, find_library, inside_torch, within
-from .content_memo import DIGEST_SIZE, ContentMemo, memo_dir, settled, stat_key
+from .content_memo import DIGEST_SIZE, ContentMemo, memo_dir, settled
 
 #: The definition that carries a device's SDK identity to the compiler: the C++ code cache
 #: keys on the command line.
@@ -71,13 +72,12 @@ def _compute(
     digest = hashlib.blake2b(digest_size=DIGEST_SIZE)
     walk = BoundedWalk(roots, limit=MAX_ENTRIES, follow=lambda real: within(real, roots))
     for index, root in enumerate(roots):
-        digest.update(f"include dir {index} {_tree_digest(walk, root, directory)}\n".encode())
-    memos = {parent: ContentMemo(parent, directory) for parent in _parents(library_files)}
-    for path in library_files:
-        line = _library_line(path, memos[os.path.dirname(path)])
-        digest.update(line.encode("utf-8", "surrogateescape"))
-    for memo in memos.values():
-        memo.save()
+        tree = _tree_digest(list(walk.walk(root)), root, ContentMemo(root, directory))
+        digest.update(f"include dir {index} {tree}\n".encode())
+    if library_files:
+        entries = [_library_entry(path) for path in library_files]
+        memo = ContentMemo("\0".join(library_files), directory)
+        digest.update(f"libraries {_tree_digest(entries, '', memo)}\n".encode())
     if own is not None:
         digest.update(f"provider {own}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
@@ -99,13 +99,21 @@ def _library_files(libraries_dirs: list[str], libraries: list[str]) -> list[str]
     return [os.path.realpath(path) for path in found if path is not None]
 
 
-def _tree_digest(walk: BoundedWalk, root: str, directory: str) -> str:
-    """The digest of the contents under ``root``: one line per entry, labels relative to
-    it, sorted (scandir's order is the file system's). Where every entry's stat is what
-    the memo remembers, its digest, without reading a file."""
-    entries = list(walk.walk(root))
-    stats = _digest(_stat_line(entry, root) for entry in entries)
-    memo = ContentMemo(root, directory)
+def _library_entry(path: str) -> WalkEntry:
+    """A library file as the walk would give it: its name for a label (not where it lies),
+    its path in ``real``."""
+    name = os.path.basename(path)
+    try:
+        return WalkEntry("file", name, path, os.stat(path))
+    except OSError as error:
+        return WalkEntry("unreadable", name, path, errno=error.errno)
+
+
+def _tree_digest(entries: list[WalkEntry], root: str, memo: ContentMemo) -> str:
+    """The digest of the contents of ``entries`` (under ``root``): one line per entry,
+    labels relative to it, sorted (scandir's order is the file system's). Where every
+    entry's stat is what the memo remembers, its digest, without reading a file."""
+    stats = _stats_digest(entries, root)
     remembered = memo.tree(stats)
     if remembered is not None:
         return remembered
@@ -122,21 +130,28 @@ def _digest(lines: Iterable[str]) -> str:
     ).hexdigest()
 
 
-def _stat_line(entry: WalkEntry, root: str) -> str:
-    """What the memo's tree is keyed by: each file's full stat, the rest as in the digest."""
-    if entry.kind == "file":
-        assert entry.status is not None
-        return f"{entry.label}\0{stat_key(entry.status)}\n"
-    if entry.kind == "link":
-        return f"link {entry.label} -> {_link_text(os.path.join(root, entry.label))}\n"
-    return f"{entry.kind} {entry.label} {entry.errno}\n"
+def _stats_digest(entries: list[WalkEntry], root: str) -> str:
+    """What the memo's tree is keyed by: each file's full stat, the rest as in the digest, in
+    the walk's order (a directory listed in another order is a miss, not a wrong answer)."""
+    keys: list[tuple[object, ...]] = []
+    for entry in entries:
+        status = entry.status
+        if status is not None:
+            stat = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
+            keys.append((entry.label, *stat, status.st_ctime_ns))
+        elif entry.kind == "link":
+            keys.append((entry.label, entry.kind, _link_text(os.path.join(root, entry.label))))
+        else:
+            keys.append((entry.label, entry.kind, entry.errno))
+    return hashlib.blake2b(marshal.dumps(keys), digest_size=DIGEST_SIZE).hexdigest()
 
 
 def _line(entry: WalkEntry, root: str, memo: ContentMemo) -> str:
     if entry.kind == "file":
         assert entry.status is not None
         try:
-            content = memo.digest(entry.label, os.path.join(root, entry.label), entry.status)
+            path = entry.real or os.path.join(root, entry.label)
+            content = memo.digest(entry.label, path, entry.status)
         except OSError as error:
             return f"unreadable {entry.label} {error.errno}\n"
         return f"{entry.label}\0{content}\n"
@@ -156,16 +171,3 @@ def _link_text(path: str) -> str:
         return os.readlink(path)
     except OSError:
         return "(a dir of the tree)"
-
-
-def _parents(paths: list[str]) -> list[str]:
-    return sorted({os.path.dirname(path) for path in paths})
-
-
-def _library_line(path: str, memo: ContentMemo) -> str:
-    name = os.path.basename(path)
-    try:
-        content = memo.digest(name, path, os.stat(path))
-    except OSError as error:
-        return f"library {name} unreadable {error.errno}\n"
-    return f"library {name}\0{content}\n"
