@@ -119,6 +119,12 @@ def sdk_identity_step() -> dict[str, Any]:
     }
 
 
+def unlink_step(path: str) -> dict[str, Any]:
+    """Remove a file of the SDK after the device is set up (an SDK half uninstalled)."""
+    Path(path).unlink()
+    return {"unlinked": path}
+
+
 STEPS = {
     "compile": compile_step,
     "package": package_step,
@@ -126,6 +132,7 @@ STEPS = {
     "save_artifacts": save_artifacts_step,
     "load_artifacts": load_artifacts_step,
     "identity": sdk_identity_step,
+    "unlink": unlink_step,
 }
 
 

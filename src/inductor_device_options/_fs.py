@@ -92,14 +92,16 @@ class BoundedWalk:
         self._entries = 0
 
     def walk(self, root: str) -> Iterator[WalkEntry]:
-        """The entries under ``root`` (one of the roots), depth first, in no set order."""
+        """The entries under ``root`` (one of the roots), depth first, each dir's by name."""
         prefix = len(root) + 1
         stack = [(root, os.path.realpath(root))]  # (path as walked, real path)
         while stack:
             directory, real_directory = stack.pop()
             try:
                 with os.scandir(directory) as listing:
-                    entries = list(listing)
+                    # By name: which path reaches a dir first, and where the limit stops,
+                    # do not depend on the order the file system lists entries in.
+                    entries = sorted(listing, key=lambda entry: entry.name)
             except OSError as error:
                 yield WalkEntry("unreadable", directory[prefix:], errno=error.errno)
                 continue

@@ -19,24 +19,19 @@ built against. One scenario runs the machines in order; each test reads one case
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
-from redis_server import RedisServer, redis_server
-from support import TESTS_DIR, pythonpath_with
+from fleet import Fleet
+from redis_server import redis_server
 
-from inductor_device_options.demo.distributed import JOB_ENV
 from inductor_device_options.sample import SampleDevice
-from inductor_device_options.sample.sdk import SDK_DIR_ENV, install_sdk
+from inductor_device_options.sample.sdk import install_sdk
 
 SHIM = Path("include") / "sampledev" / "c_shim.h"
 A_PRODUCT = "aoti_torch_cpu_mm_out, out, self, mat2)"
@@ -68,47 +63,6 @@ def edit_in_place_keeping_size_and_mtime(installed: Path, contents: Path) -> Non
         before.st_mtime_ns,
         before.st_ino,
     )
-
-
-@dataclass
-class Fleet:
-    root: Path
-    redis: RedisServer
-    sample_build: SampleDevice
-    installed: Path  # where every machine has its SDK
-    seen: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    remote_keys: dict[str, int] = field(default_factory=dict)
-
-    def run(
-        self, name: str, cache: str, steps: list[list[str]], remote: bool = True, **env: str
-    ) -> None:
-        """Run ``steps`` on a new machine whose Inductor cache dir is ``cache`` (a name: the
-        same name, the same dir), with torch's remote caches on the fleet's Redis unless
-        ``remote`` is False."""
-        environment = {
-            **os.environ,
-            **(self.redis.torch_env if remote else {}),
-            **env,
-            SDK_DIR_ENV: str(self.installed),
-            "FLEET_SAMPLE_BUILD_DIR": str(self.sample_build.cache_dir),
-            "TORCHINDUCTOR_CACHE_DIR": str(self.root / "caches" / cache),
-            "TORCHINDUCTOR_COMPILE_THREADS": "1",  # no compile workers to outlive it
-            "PYTHONPATH": pythonpath_with(TESTS_DIR),
-            JOB_ENV: self.redis.job,  # killed with the server if pytest dies
-        }
-        finished = subprocess.run(
-            [sys.executable, str(TESTS_DIR / "fleet_machine.py"), json.dumps(steps)],
-            env=environment,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        assert finished.returncode == 0, f"{name}:\n{finished.stdout}\n{finished.stderr}"
-        self.seen[name] = json.loads(finished.stdout.strip().splitlines()[-1])
-        self.remote_keys[name] = len(self.redis.keys())
-
-    def path(self, name: str) -> str:
-        return str(self.root / name)
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,10 @@ Loaded where another SDK lives, it would run silently with the build machine's c
   through (``aoti_load_package``, ``torch._inductor.package.load_package``, ``load_pt2``),
   reads that metadata from the archive before the ``.so`` is opened, and refuses a package
   whose identity is not the device's here (:class:`SdkMismatchError`).
-  ``INDUCTOR_DEVICE_OPTIONS_ACCEPT_SDK_MISMATCH=1`` loads it anyway, with a warning. A
-  package without a stamp loads as it always did.
+  ``INDUCTOR_DEVICE_OPTIONS_ACCEPT_SDK_MISMATCH=1`` loads it anyway, with a warning. It
+  then loads the device's libraries from where they lie here (``pt2_libraries``), so that
+  the package loads where the SDK lives at another path than where it was built. A package
+  without a stamp loads as it always did.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 from .._errors import SdkMismatchError
 from ..lookup.device_types import normalize_device_type
 from .device_identity import device_identity
+from .pt2_libraries import load_device_libraries, not_found_error
 from .serve import is_served
 
 #: The metadata key of the stamp; its value is ``"<device type>=<SDK identity>"``.
@@ -93,8 +96,16 @@ def install_loader_check(module: ModuleType | None = None) -> None:
 
         def __init__(self, path: str, *args: Any, **kwargs: Any) -> None:
             model_name = args[0] if args else kwargs.get("model_name", "model")
-            check_package(os.fspath(path), str(model_name))
-            super().__init__(path, *args, **kwargs)
+            device_type = prepare_package(os.fspath(path), str(model_name))
+            try:
+                super().__init__(path, *args, **kwargs)
+            except RuntimeError as error:
+                if device_type is None:
+                    raise
+                clearer = not_found_error(device_type, os.fspath(path), error)
+                if clearer is error:
+                    raise
+                raise clearer from error
 
     AOTIModelPackageLoader.__module__ = loader.__module__
     setattr(AOTIModelPackageLoader, _MARK, True)
@@ -123,14 +134,30 @@ def package_stamp(path: str, model_name: str = "model") -> tuple[str, str] | Non
     return device_type, identity
 
 
+def prepare_package(path: str, model_name: str = "model") -> str | None:
+    """Before torch opens the package at ``path``: check its stamp (:func:`check_package`)
+    and load its device's libraries from where they lie here (``pt2_libraries``). Returns
+    the stamped device, or None for a package without a stamp (left as it is)."""
+    stamp = package_stamp(path, model_name)
+    if stamp is None:
+        return None
+    device_type, built = stamp
+    _check_stamp(path, device_type, built)
+    if is_served(device_type):
+        load_device_libraries(device_type, path)
+    return device_type
+
+
 def check_package(path: str, model_name: str = "model") -> None:
     """Refuse the package at ``path`` when it was built against another SDK than the one
     its device has here (or the device has no SDK here). Raises :class:`SdkMismatchError`
     unless ``$INDUCTOR_DEVICE_OPTIONS_ACCEPT_SDK_MISMATCH`` is ``1`` (then it warns)."""
     stamp = package_stamp(path, model_name)
-    if stamp is None:
-        return
-    device_type, built = stamp
+    if stamp is not None:
+        _check_stamp(path, *stamp)
+
+
+def _check_stamp(path: str, device_type: str, built: str) -> None:
     current, why = _identity_here(device_type)
     if current == built:
         return

@@ -7,6 +7,7 @@ import sys
 from typing import Literal, NamedTuple
 
 from .._torch_names import (
+    CODECACHE,
     CPP_BUILDER,
     DEVICE_TO_ATEN,
     DEVICE_TO_ATEN_FUNCTION,
@@ -48,9 +49,9 @@ def torch_hooks() -> list[TorchHook]:
 
     from .install import INSTALLERS, install_imported
 
-    # The codegen hooks, where an import went past the watcher. Not cpp_builder: a function
-    # written to its __dict__ past the hook stays there, for doctor's hook check to report.
-    install_imported(name for name in INSTALLERS if name != CPP_BUILDER)
+    # The codegen hooks, where an import went past the watcher. Not cpp_builder nor codecache:
+    # a function written past the package there stays, for doctor's checks to report.
+    install_imported(name for name in INSTALLERS if name not in (CPP_BUILDER, CODECACHE))
     version = torch.__version__
     return [
         _cpp_device_options(hasattr(DeviceInterface, "get_cpp_device_options"), version),

@@ -1,0 +1,57 @@
+"""A .pt2 built for the sample device loads where its SDK lives at another path than on the
+machine that built it (its model's runpath names the build machine's library dir), and a
+library that is not there is named, with the device and the fix.
+
+Machine 1 builds the package with the SDK at /opt/sampledev; the SDK is then moved to
+/srv/sdk/sampledev (the same contents: the same SDK identity). Machine 2, whose SDK is at
+the new path, loads and runs it; machine 3's loses its runtime library before it loads.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+
+import pytest
+from fleet import Fleet
+
+from inductor_device_options.sample import RUNTIME_LIBRARY_FILE, SampleDevice
+from inductor_device_options.sample.sdk import install_sdk
+
+
+@pytest.fixture(scope="module")
+def moved(sample_build: SampleDevice, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    root = tmp_path_factory.mktemp("moved")
+    built_at = install_sdk(root / "opt" / "sampledev")
+    fleet = Fleet(root, None, sample_build, built_at)
+    fleet.run(
+        "machine 1", "1", [["package", fleet.path("model.pt2")], ["load", fleet.path("model.pt2")]]
+    )
+    moved_to = root / "srv" / "sdk" / "sampledev"
+    moved_to.parent.mkdir(parents=True)
+    shutil.move(built_at, moved_to)  # nothing is left where the model's runpath points
+    fleet.run("machine 2", "2", [["load", fleet.path("model.pt2")]], sdk=moved_to)
+    library = moved_to / "lib" / RUNTIME_LIBRARY_FILE
+    fleet.run(
+        "machine 3",
+        "3",
+        [["unlink", str(library)], ["load", fleet.path("model.pt2")]],
+        sdk=moved_to,
+        INDUCTOR_DEVICE_OPTIONS_ACCEPT_SDK_MISMATCH="1",  # past the identity, to the loader
+    )
+    yield fleet
+
+
+def test_a_package_loads_where_the_sdk_lives_at_another_path(moved: Fleet) -> None:
+    assert moved.seen["machine 1"][1] == {"built_against": "A", "warnings": []}
+    assert moved.seen["machine 2"] == [{"built_against": "A", "warnings": []}]
+
+
+def test_a_library_missing_where_it_is_loaded_names_the_device_the_library_and_the_fix(
+    moved: Fleet,
+) -> None:
+    _, missing = moved.seen["machine 3"]
+    assert missing["error"] == "DeviceLibraryError", missing
+    message = missing["message"]
+    assert "device 'sampledev' needs libsampledev_runtime.so" in message
+    assert "Fix: install the device's SDK on this machine" in message
