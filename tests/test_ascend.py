@@ -336,7 +336,7 @@ def expected_npu_options(layout: Layout, torch_npu: TorchNpu) -> ido.CppDeviceOp
 
 
 def without_core_definitions(options: ido.CppDeviceOptions) -> ido.CppDeviceOptions:
-    """Drop what the core adds to every provider's result (its SDK fingerprint)."""
+    """Drop what the core adds to every provider's result (its SDK identity)."""
     return options._replace(
         definitions=[d for d in options.definitions if not d.startswith("INDUCTOR_DEVICE_OPTIONS_")]
     )

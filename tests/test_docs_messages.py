@@ -14,8 +14,9 @@ PrivateUse1 for a device whose ``_inductor_backend_init`` goes wrong in its own 
 runs give what only text says (``FAIL  ...`` lines, notes and errors on stderr). Every line
 they print and every string of their JSON is a produced message.
 
-What only a real compile (``doctor --compile``) or an injected bug produces is checked where
-tests/test_doctor_compile.py and tests/test_doctor.py produce it, with
+What only a real compile (``doctor --compile``), an injected bug or a package load produces is
+checked where tests/test_doctor_compile.py, tests/test_doctor.py and tests/test_pt2_stamp.py
+produce it, with
 ``support.assert_quoted``: COVERED_ELSEWHERE lists those quotes, and a test here reads those
 modules to see that each is in such a call.
 """
@@ -217,6 +218,20 @@ REGISTERED = {
         "gpuwrapperdev": "docs_backends:options",
     },
 }
+# A backend that assigns its own CacheBase.get_system, keyed on its SDK release only, when its
+# provider is first called: after doctor armed the package, so the function stays unwrapped.
+OWN_GET_SYSTEM = """\
+from torch._inductor.codecache import CacheBase
+from docs_providers import complete
+
+def acme_get_system():
+    return {"acme": "1.0", "hash": "acme-1.0"}
+
+def options(device_type, aot_mode, compile_only):
+    CacheBase.get_system = staticmethod(acme_get_system)
+    return complete(device_type, aot_mode, compile_only)
+"""
+
 MODULES = {
     "docs_providers": PROVIDERS,
     "docs_backends": BACKENDS,
@@ -227,11 +242,13 @@ MODULES = {
     "docs_dropping_wrapper": DROPPING_WRAPPER,
     "docs_past_hook": PAST_THE_HOOK,
     "docs_raises_at_import": "LIMIT = 1 // 0\n",
+    "docs_own_get_system": OWN_GET_SYSTEM,
 }
 # Every device whose options name the SDK's dirs: the SDK has Inductor's headers for each.
 SDK_DEVICES = (
     *("initraisesdev", "initsilentdev", "droppeddev", "askscpudev", "nooverridesdev"),
     *("precompileddev", "uncalleddev", "gpuwrapperdev", "unloadabledev", "pastdev"),
+    "ownkeysdev",
 )
 
 # Quotes of what only a real compile or an injected bug produces, by the test module whose
@@ -252,6 +269,17 @@ COVERED_ELSEWHERE = {
         "... Unsupported device key found: DEVICE",
     ),
     "test_doctor.py": ("inductor-device-options failed (internal error TYPE)",),
+    "test_pt2_stamp.py": (
+        "the AOTInductor package was built for device 'DEVICE' against SDK identity ..., but "
+        "its SDK identity here is ...; its code would run against another SDK than it was "
+        "built for",
+        "no C++ options provider serves 'DEVICE' in this process (import or register its "
+        "backend before loading), so its SDK here is unknown",
+        "the options of 'DEVICE' here name no SDK of the device's own",
+        "Fix: rebuild the package on this machine's SDK (or install the SDK it was built "
+        "against); to load it anyway, knowingly, set INDUCTOR_DEVICE_OPTIONS_ACCEPT_SDK_MISMATCH=1",
+        "loaded anyway (INDUCTOR_DEVICE_OPTIONS_ACCEPT_SDK_MISMATCH=1)",
+    ),
 }
 ELSEWHERE = {quote for quotes in COVERED_ELSEWHERE.values() for quote in quotes}
 # Quotes of what the running torch cannot produce: why (None: it can).
@@ -310,6 +338,7 @@ def produced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, l
             "all_a": every_device("a"),
             "all_b": every_device("b"),
             "past_the_hook": run("b", "pastdev", "--provider", "docs_past_hook:options"),
+            "own_get_system": run("b", "ownkeysdev", "--provider", "docs_own_get_system:options"),
             "provider_not_loaded": run("a", "loaddev", "--provider", "no_such_module:options"),
             "aot": run("b", "aotdev", "--aot", "--provider", "docs_providers:raising"),
             "unknown_device": run("b", "nosuchdev"),

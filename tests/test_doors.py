@@ -185,7 +185,7 @@ def test_a_registered_device_gets_the_callbacks_seven_lists_as_returned(
     cpp_builder.register_cpp_device_options("mock", mock_options)  # type: ignore[attr-defined]
     assert cpp_builder.get_cpp_torch_device_options("mock", False, False) is returned
     assert calls == [("mock", False, False)]
-    # Inductor's own reading of them: unchanged, symlinks and all, no fingerprint.
+    # Inductor's own reading of them: unchanged, symlinks and all, no SDK identity.
     assert carries(cpp_builder.CppTorchDeviceOptions(device_type="mock"), returned)
     assert sdk.build("mock").is_file()  # g++ takes the function-like macro
 

@@ -276,7 +276,7 @@ def test_validated_options_do_not_share_lists_with_the_provider() -> None:
 # Characters that mean something to shlex, g++ or a file system, and some that do not.
 ALPHABET = "abXY_09=-,:+@ \t'\"\\$`;#*?~!&|<>(){}[]%/\u00e9\u4e2d\n\r\x00"
 # Dirs stay under a prefix that does not exist: real paths then change nothing, and no
-# SDK fingerprint walks a real tree.
+# SDK identity walks a real tree.
 DIR_PREFIX = "/inductor-device-options-fuzz-absent/"
 
 

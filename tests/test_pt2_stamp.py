@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from support import assert_quoted
 
 import inductor_device_options as ido
 from inductor_device_options.hook.pt2_stamp import ACCEPT_MISMATCH_ENV, STAMP_KEY, package_stamp
@@ -110,12 +111,40 @@ def test_the_same_sdk_passes_the_check_and_torch_opens_the_package(
     assert not isinstance(raised.value, ido.SdkMismatchError)
 
 
-def test_a_device_not_served_here_is_refused_naming_why(tmp_path: Path) -> None:
+def no_sdk(device_type: str, aot_mode: bool, compile_only: bool) -> object:
+    return (["USE_STAMPDEV"], [], [], [], [], [], [])
+
+
+# Why a package is refused, as docs/guides/troubleshooting.md quotes it: the device's SDK
+# here is another one, unknown (nothing serves the device) or none (its options name none).
+WHY = {
+    "another SDK": "the AOTInductor package was built for device 'DEVICE' against SDK "
+    "identity ..., but its SDK identity here is ...; its code would run against another SDK "
+    "than it was built for",
+    "not served": "no C++ options provider serves 'DEVICE' in this process (import or "
+    "register its backend before loading), so its SDK here is unknown",
+    "no SDK": "the options of 'DEVICE' here name no SDK of the device's own",
+}
+
+
+@pytest.mark.parametrize("case", WHY)
+def test_the_refusal_says_why_and_what_to_do(
+    case: str, tmp_path: Path, clean_registry: None, request: pytest.FixtureRequest
+) -> None:
+    if case == "another SDK":
+        request.getfixturevalue("sdk")
+    elif case == "no SDK":
+        ido.register_cpp_device_options(DEVICE, no_sdk)
     package = write_package(tmp_path / "model.pt2", {STAMP_KEY: f"{DEVICE}={'1' * 32}"})
     with pytest.raises(ido.SdkMismatchError) as raised:
         aoti_load_package(package)
-    assert raised.value.current is None
-    assert f"no C++ options provider serves {DEVICE!r} in this process" in str(raised.value)
+    assert (raised.value.current is None) is (case != "another SDK")
+    assert_quoted(WHY[case], [str(raised.value)])
+    assert_quoted(
+        "Fix: rebuild the package on this machine's SDK (or install the SDK it was built "
+        "against); to load it anyway, knowingly, set INDUCTOR_DEVICE_OPTIONS_ACCEPT_SDK_MISMATCH=1",
+        [str(raised.value)],
+    )
 
 
 def test_a_mismatch_accepted_knowingly_warns_and_goes_on(
@@ -130,6 +159,9 @@ def test_a_mismatch_accepted_knowingly_warns_and_goes_on(
     [warning] = [w for w in caught if "loaded anyway" in str(w.message)]
     assert warning.category is RuntimeWarning
     assert "2" * 32 in str(warning.message)
+    assert_quoted(
+        "loaded anyway (INDUCTOR_DEVICE_OPTIONS_ACCEPT_SDK_MISMATCH=1)", [str(warning.message)]
+    )
 
 
 def test_a_package_without_a_stamp_loads_as_without_the_package(tmp_path: Path) -> None:

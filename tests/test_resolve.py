@@ -91,7 +91,7 @@ def test_each_value_is_checked_once_per_uncached_lookup(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The rules see each value once per lookup the cache does not serve: what the provider
-    returned, then only what the pipeline made new (here the SDK fingerprint); a lookup the
+    returned, then only what the pipeline made new (here the SDK identity); a lookup the
     cache serves checks nothing again."""
     include = tmp_path / "include"
     include.mkdir()

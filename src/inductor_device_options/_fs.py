@@ -1,7 +1,7 @@
 """The file-system helpers every room shares: the file ld takes for ``-l<name>``, whether a
 path is torch's own, and a walk of dir trees that is bounded and never raises.
 
-Each was written twice before (the SDK fingerprint and doctor): one meaning, one place.
+Each was written twice before (the SDK identity and doctor): one meaning, one place.
 Nothing here imports another module of the package; torch only when asked where it is.
 """
 

@@ -134,7 +134,7 @@ class DeviceOptionsSource(NamedTuple):
     (``torch._inductor.cpp_builder.register_cpp_device_options``), ``"entry point"``,
     ``"device interface"`` (``DeviceInterface.get_cpp_device_options``) or ``"torch"`` (the
     function below the package: stock torch or a replacement). ``guaranteed``: the options
-    get this package's guarantees (validation, custom_op_libs, real paths, fingerprint).
+    get this package's guarantees (validation, custom_op_libs, real paths, SDK identity).
 
     Example:
         >>> import inductor_device_options as ido

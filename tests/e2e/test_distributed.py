@@ -125,7 +125,7 @@ def test_torchrun_job_every_rank_compiles_with_the_sampledev_options(
         assert bool(in_child) == (bool(ran) and in_subprocess), [(c.pid, c.stage) for c in ran]
 
         # Every module the rank runs from the shared cache was built in this job, with
-        # every flag of the rank's own options, the SDK fingerprint included: no module
+        # every flag of the rank's own options, the SDK identity included: no module
         # built for another SDK, or before the job, was picked up.
         assert report.loaded_modules, f"rank {report.rank} runs no module from {shared_cache}"
         for module in report.loaded_modules:

@@ -167,7 +167,7 @@ def _raw_options(context: Context) -> Sequence[object] | None:
 
 def check_flags(context: Context) -> Check:
     """Every value as g++ will get it: the final options (after real paths,
-    custom_op_libs and the fingerprint) against the running CppBuilder, or, when the
+    custom_op_libs and the SDK identity) against the running CppBuilder, or, when the
     pipeline refused them, each value the provider returned."""
     if context.raw is not None:
         problems, count = _raw_problems(context, context.raw)

@@ -64,7 +64,7 @@ def register_cpp_device_options(device_type: str, callback: CppDeviceOptionsCall
     the device (cpp_wrapper mode, AOTInductor) carries what the callback returns, checked
     and completed by this package: validated as g++ and the tools behind it will receive
     it, with ``config.aot_inductor.custom_op_libs`` appended, include and library dirs
-    resolved to real paths, and an SDK fingerprint definition. Registering imports no
+    resolved to real paths, and an SDK identity definition. Registering imports no
     ``torch._inductor``: call it at import time of the backend.
 
     Args:
@@ -240,7 +240,7 @@ def guarantee_cpp_device_options(device_type: str) -> None:
     ``DeviceInterface.get_cpp_device_options`` — get exactly what the backend returns, as
     torch defines them. After this call, what they return for ``device_type`` is checked and
     completed as for :func:`register_cpp_device_options`: validated, with
-    ``custom_op_libs``, real paths and the SDK fingerprint. To reach every process (compile
+    ``custom_op_libs``, real paths and the SDK identity. To reach every process (compile
     subprocesses, distributed ranks), set ``INDUCTOR_DEVICE_OPTIONS_GUARANTEE=npu`` (a
     comma-separated list) instead.
 
