@@ -37,7 +37,9 @@ def test_benchmark_smoke_run_prints_the_table_and_writes_json(tmp_path: Path) ->
         "backend_init",
         "ascend_cold",
         "ascend_cached",
-        "fingerprint",
+        "identity_cold",
+        "identity_warm",
+        "cache_key",
     }
     for result in report["results"]:
         # import and backend_init are differences (backend_init: 0 where nothing is wrapped)

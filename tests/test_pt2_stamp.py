@@ -117,13 +117,21 @@ def no_sdk(device_type: str, aot_mode: bool, compile_only: bool) -> object:
 
 # Why a package is refused, as docs/guides/troubleshooting.md quotes it: the device's SDK
 # here is another one, unknown (nothing serves the device) or none (its options name none).
-WHY = {
-    "another SDK": "the AOTInductor package was built for device 'DEVICE' against SDK "
-    "identity ..., but its SDK identity here is ...; its code would run against another SDK "
-    "than it was built for",
-    "not served": "no C++ options provider serves 'DEVICE' in this process (import or "
-    "register its backend before loading), so its SDK here is unknown",
-    "no SDK": "the options of 'DEVICE' here name no SDK of the device's own",
+WHY: dict[str, Callable[[list[str]], None]] = {
+    "another SDK": lambda produced: assert_quoted(
+        "the AOTInductor package was built for device 'DEVICE' against SDK identity ..., but "
+        "its SDK identity here is ...; its code would run against another SDK than it was "
+        "built for",
+        produced,
+    ),
+    "not served": lambda produced: assert_quoted(
+        "no C++ options provider serves 'DEVICE' in this process (import or register its "
+        "backend before loading), so its SDK here is unknown",
+        produced,
+    ),
+    "no SDK": lambda produced: assert_quoted(
+        "the options of 'DEVICE' here name no SDK of the device's own", produced
+    ),
 }
 
 
@@ -139,7 +147,7 @@ def test_the_refusal_says_why_and_what_to_do(
     with pytest.raises(ido.SdkMismatchError) as raised:
         aoti_load_package(package)
     assert (raised.value.current is None) is (case != "another SDK")
-    assert_quoted(WHY[case], [str(raised.value)])
+    WHY[case]([str(raised.value)])
     assert_quoted(
         "Fix: rebuild the package on this machine's SDK (or install the SDK it was built "
         "against); to load it anyway, knowingly, set INDUCTOR_DEVICE_OPTIONS_ACCEPT_SDK_MISMATCH=1",
