@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _state
 from .._torch_names import (
+    BUILDER,
+    CMAKE_WRITERS,
     CODEGEN_COMMON,
     COMPILE_FX,
     COMPILE_FX_FUNCTION,
@@ -67,6 +69,7 @@ def install(module: ModuleType) -> None:
     attribute was written past the chain.
     """
     with _state.lock:
+        _wrap_cmake_writers(module)
         current = module.__dict__[FUNCTION]
         installation = _state.installation[0] if _state.installation else None
         # Imported with the hook, not with the package: only processes that build C++.
@@ -120,6 +123,27 @@ def install(module: ModuleType) -> None:
         )
         _state.installation[:] = [Installation(module, "hook", chain, backport=backport)]
         make_adopting(module, chain)
+
+
+def _wrap_cmake_writers(module: ModuleType) -> None:
+    """The builder's CMake writers, wrapped once: for a device the package serves, the C++
+    project AOTInductor writes builds (``hook/cmake.py``, imported at their first call)."""
+    builder = module.__dict__.get(BUILDER)
+    for name in CMAKE_WRITERS:
+        writer = getattr(builder, name, None)
+        if writer is not None and not getattr(writer, BACKPORT_MARK, False):
+            setattr(builder, name, _cmake_writer(name, writer))
+
+
+def _cmake_writer(name: str, torch_writer: Any) -> Any:
+    def write(self: object, *args: object, **kwargs: object) -> None:
+        from .cmake import write
+
+        write(name, torch_writer, self, args, kwargs)
+
+    write.__wrapped__ = torch_writer  # type: ignore[attr-defined]
+    setattr(write, BACKPORT_MARK, True)
+    return write
 
 
 def _forward_registration(device_type: str) -> None:
