@@ -252,6 +252,14 @@ COVERED_ELSEWHERE = {
         "... Unsupported device key found: DEVICE",
     ),
     "test_doctor.py": ("inductor-device-options failed (internal error TYPE)",),
+    "test_cmake_doctor.py": (
+        "cmake failed",
+        "cmake VERSION (...) could not build the C++ project AOTInductor writes for the device",
+        "the project lacks N parts",
+        "the CMakeLists.txt AOTInductor writes for 'DEVICE' (aot_inductor.package_cpp_only) "
+        "lacks ...",
+        "torch VERSION writes no CMake project",
+    ),
 }
 ELSEWHERE = {quote for quotes in COVERED_ELSEWHERE.values() for quote in quotes}
 # Quotes of what the running torch cannot produce: why (None: it can).
