@@ -31,6 +31,7 @@ import inductor_device_options as ido
 from inductor_device_options._torch_names import CMAKE_WRITERS
 from inductor_device_options.diagnose.cmake_checks import write_project
 from inductor_device_options.hook import install
+from inductor_device_options.options.cmake import Served, compile_section, link_section
 
 WRITES_CMAKE = torch_writes_cmake()
 pytestmark = [
@@ -302,3 +303,22 @@ def test_a_value_cmake_cannot_carry_is_refused_naming_the_device_and_the_provide
     assert error.provider is not None and "options" in error.provider
     assert "CMake splits a list at ';'" in str(error)
     assert not (directory / "CMakeLists.txt").exists()  # nothing half-written
+
+
+DEPLOYMENT = Path(__file__).resolve().parent.parent / "docs" / "guides" / "deployment.md"
+
+
+def test_the_deployment_guide_shows_the_section_the_package_writes() -> None:
+    """The page's example, rendered by the code for the options it describes."""
+    page = DEPLOYMENT.read_text()
+    block = page.split("<!-- cmake-section:")[1].split("```text\n", 1)[1].split("```", 1)[0]
+    shown_compile, shown_link = block.split("\n...\n")
+    own = ido.CppDeviceOptions.empty()
+    own.include_dirs.append("/opt/acme/include")
+    own.libraries_dirs.append("/opt/acme/lib")
+    own.libraries.append("acme_rt")
+    own.ldflags.append("Wl,-rpath,/opt/acme/lib")
+    served = Served("acme", "registration", "acme_backend.cpp_device_options", own)
+    libraries = ["torch", "torch_cpu", "gomp", "acme_rt"]
+    assert compile_section("aoti_model", served, standalone=False).strip() == shown_compile.strip()
+    assert link_section("aoti_model", served, [], libraries).strip() == shown_link.strip()
