@@ -44,9 +44,7 @@ class TestCMakeLdflags(TestCase):
     def test_ldflags_are_written_as_the_command_line_has_them(self):
         text, builder = write_link_commands(["Wl,-rpath,/opt/sdk/lib"])
         self.assertIn("-Wl,-rpath,/opt/sdk/lib", builder.get_command_line().split())
-        self.assertIn(
-            "target_link_options(aoti_model PRIVATE -Wl,-rpath,/opt/sdk/lib ", text
-        )
+        self.assertIn("target_link_options(aoti_model PRIVATE -Wl,-rpath,/opt/sdk/lib ", text)
 
     def test_a_build_without_ldflags_writes_what_it_wrote_before(self):
         text, _ = write_link_commands([])

@@ -70,6 +70,11 @@ def install(module: ModuleType) -> None:
     """
     with _state.lock:
         _wrap_cmake_writers(module)
+        _install_hook(module)
+
+
+def _install_hook(module: ModuleType) -> None:
+    with _state.lock:
         current = module.__dict__[FUNCTION]
         installation = _state.installation[0] if _state.installation else None
         # Imported with the hook, not with the package: only processes that build C++.
