@@ -237,10 +237,11 @@ def _fix(context: Context, lacks: list[str]) -> str:
     if not lacks or context.source.guaranteed:
         return context.fix_sdk
     device = repr(context.device_type)
+    source = context.source
     return (
-        f"torch's CMake writers leave them out of the project of a device served through "
-        f"torch's door (here: {context.source.kind}); serve {device} through the package's: "
-        f"inductor_device_options.guarantee_cpp_device_options({device}) (or "
-        "INDUCTOR_DEVICE_OPTIONS_GUARANTEE), a registration with "
+        "torch's CMake writers leave them out for every device the package does not serve "
+        f"through its own door (here the {source.kind} {source.description} serves it); serve "
+        f"{device} through the package's: inductor_device_options.guarantee_cpp_device_options"
+        f"({device}) (or INDUCTOR_DEVICE_OPTIONS_GUARANTEE), a registration with "
         "inductor_device_options.register_cpp_device_options, or an entry point"
     )
