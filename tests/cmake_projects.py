@@ -124,13 +124,16 @@ def unpack_project(package: str | os.PathLike[str], directory: Path) -> Path:
 
 def repack(project: Path, library: Path, package: Path) -> str:
     """A ``.pt2`` holding ``library`` (named after the model's metadata, as AOTInductor
-    names the library it builds) and that metadata: what ``aoti_load_package`` loads."""
+    names the library it builds), that metadata and the sources, as AOTInductor packs a
+    model: what ``aoti_load_package`` loads (torch 2.6's loader names the metadata after
+    the source)."""
     from torch._inductor.package.package import package_aoti
 
     [metadata] = project.glob("*_metadata.json")
     named = project / (metadata.name.removesuffix("_metadata.json") + ".so")
     shutil.copyfile(library, named)
-    return str(package_aoti(str(package), [str(named), str(metadata)]))
+    files = [named, metadata, *sorted(project.glob("*.cpp"))]
+    return str(package_aoti(str(package), [str(path) for path in files]))
 
 
 def project_files(project: Path) -> dict[str, bytes]:

@@ -188,5 +188,6 @@ def test_torch_2_6_writes_the_options_as_json_which_compile_so_builds_for_the_de
     for field in ("include_dirs", "libraries_dirs", "libraries", "ldflags"):
         assert set(getattr(own, field)) <= set(flags[field]), field
     files = [str(path) for path in sample_project.iterdir()]
+    (tmp_path / "built").mkdir()  # compile_so links into it, named after it
     library = compile_so(str(sample_project), files, str(tmp_path / "built"))
     run_on_the_device(repack(sample_project, Path(library), tmp_path / "rebuilt.pt2"))

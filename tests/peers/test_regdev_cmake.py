@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from cmake_projects import configure_and_build, repack, unpack_project
-from support import check_python
+from support import check_python, torch_writes_cmake
 from test_regdev import SUBPROCESS_TIMEOUT, Regdev, regdev  # noqa: F401 (the fixture)
 
 MODEL = """
@@ -52,6 +53,7 @@ print("ran on regdev")
 )
 
 
+@pytest.mark.skipif(not torch_writes_cmake(), reason="this torch writes no CMake project")
 def test_regdev_s_project_builds_as_written_and_runs_on_the_device(
     regdev: Regdev,  # noqa: F811
     tmp_path: Path,
