@@ -38,7 +38,10 @@ pytestmark = [
     pytest.mark.usefixtures("clean_registry"),
     pytest.mark.skipif(not WRITES_CMAKE, reason="this torch writes no CMake project"),
 ]
-BRANCHES = {"libtorch": {}, "standalone": {"aot_inductor.link_libtorch": False}}
+# torch's branches: libtorch, and compile_standalone's where torch has it.
+BRANCHES: dict[str, dict[str, object]] = {"libtorch": {}}
+if hasattr(config.aot_inductor, "link_libtorch"):
+    BRANCHES["standalone"] = {"aot_inductor.link_libtorch": False}
 # torch's compile_standalone branch finds TorchStandalone, which no wheel ships: a stand-in
 # that gives the project torch's include dir (what cmake configures; nothing is built).
 STANDALONE_CONFIG = (

@@ -67,8 +67,10 @@ def standalone_branch() -> bool:
     the condition it tests."""
     from torch._inductor import config
 
+    # A torch without the branch (nor these configs) links libtorch.
+    link_libtorch = getattr(config.aot_inductor, "link_libtorch", True)
     test_configs = getattr(config, "test_configs", None)
-    return not (config.aot_inductor.link_libtorch or getattr(test_configs, "use_libtorch", False))
+    return not (link_libtorch or getattr(test_configs, "use_libtorch", False))
 
 
 def _write_compile(
