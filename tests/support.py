@@ -114,6 +114,15 @@ def torch_has_custom_op_libs() -> bool:
     return hasattr(config.aot_inductor, "custom_op_libs")
 
 
+@functools.cache
+def torch_writes_cmake() -> bool:
+    """Whether AOTInductor's ``package_cpp_only`` writes a CMake project (torch 2.6 does not:
+    only the flags, as JSON)."""
+    from torch._inductor.cpp_builder import CppBuilder
+
+    return hasattr(CppBuilder, "save_compile_cmd_to_cmake")
+
+
 def outcome(call: Callable[[], object]) -> tuple[str, object]:
     """What ``call()`` did: ("returned", value) or ("raised", (type, message)), so that two
     calls can be compared whichever way this torch's code goes."""

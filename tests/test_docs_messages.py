@@ -280,6 +280,14 @@ COVERED_ELSEWHERE = {
         "against); to load it anyway, knowingly, set INDUCTOR_DEVICE_OPTIONS_ACCEPT_SDK_MISMATCH=1",
         "loaded anyway (INDUCTOR_DEVICE_OPTIONS_ACCEPT_SDK_MISMATCH=1)",
     ),
+    "test_cmake_doctor.py": (
+        "cmake failed",
+        "cmake VERSION (...) could not build the C++ project AOTInductor writes for the device",
+        "the project lacks N parts",
+        "the CMakeLists.txt AOTInductor writes for 'DEVICE' (aot_inductor.package_cpp_only) "
+        "lacks ...",
+        "torch VERSION writes no CMake project",
+    ),
 }
 ELSEWHERE = {quote for quotes in COVERED_ELSEWHERE.values() for quote in quotes}
 # Quotes of what the running torch cannot produce: why (None: it can).

@@ -29,6 +29,7 @@ from support import (
     cpp_wrapper_device_header,
     creating_needs_op_overrides,
     shared_test_dir,
+    torch_writes_cmake,
 )
 from test_coexistence import synthetic_cann as minimal_cann
 from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
@@ -45,6 +46,10 @@ from inductor_device_options.lookup.registry import describe_callable
 pytestmark = pytest.mark.usefixtures("clean_registry")
 
 CHECK_NAMES = list(DOCTOR_CHECKS)
+# With --aot: the C++ project (tests/test_cmake_doctor.py), the runner said not checked.
+AOT_CHECKS = ["cmake_project", "aoti_runner"]
+# The C++ project's verdict for a complete SDK: torch 2.6 writes no CMake project.
+AOT_PROJECT = "pass" if torch_writes_cmake() else "skip"
 INDUCTOR_HEADER = """\
 #pragma once
 // What Inductor's generated code includes for {device} ({kind}).
@@ -153,7 +158,7 @@ def doctor(device: str, callback: object, work: Path, aot_mode: bool = False) ->
     work.mkdir(parents=True, exist_ok=True)
     with ido.testing.registered_cpp_device_options(device, callback):  # type: ignore[arg-type]
         checks = run_doctor(device, aot_mode, ido.introspection.device_options_source(device), work)
-    assert [check.name for check in checks] == CHECK_NAMES + (["aoti_runner"] if aot_mode else [])
+    assert [check.name for check in checks] == CHECK_NAMES + (AOT_CHECKS if aot_mode else [])
     for check in checks:
         assert bool(check.problems) == (check.status in ("fail", "warn")), check
     return {check.name: check for check in checks}
@@ -169,8 +174,10 @@ def all_pass(checks: dict[str, Check]) -> bool:
     found = statuses(checks)
     asked = found.pop("device_asked")
     no_codegen = "no C++ wrapper codegen is registered" in checks["device_asked"].summary
-    # With --aot: the model runner is said not to be checked without --compile.
+    # With --aot: the model runner is said not to be checked without --compile; torch 2.6
+    # writes no C++ project to build.
     assert found.pop("aoti_runner", "skip") == "skip"
+    assert found.pop("cmake_project", AOT_PROJECT) == AOT_PROJECT
     return set(found.values()) == {"pass"} and (asked == "pass" or no_codegen)
 
 
@@ -784,9 +791,9 @@ def test_the_sample_device_passes_every_check() -> None:
         checks = {check["name"]: check for check in document["checks"]}
         # With --aot, whether torch has a model runner for it is said not to be checked.
         assert [check["status"] for check in checks.values()] == ["pass"] * len(CHECK_NAMES) + (
-            ["skip"] if aot else []
+            [AOT_PROJECT, "skip"] if aot else []
         )
-        assert list(checks)[len(CHECK_NAMES) :] == (["aoti_runner"] if aot else [])
+        assert list(checks)[len(CHECK_NAMES) :] == (AOT_CHECKS if aot else [])
         header = aoti_device_header("sampledev") if aot else cpp_wrapper_device_header("sampledev")
         assert checks["headers"]["summary"].startswith(f"{header} in ")
         if torch_asks_the_wrapper_class():

@@ -9,11 +9,13 @@ Usage (from the repository root, with the project's virtualenv)::
 Steps (each prints one ``PASS``/``FAIL``/``SKIP`` line; exit status 1 if any failed):
 
 1. ``pytorch-patch``: copy the installed ``torch/_inductor/cpp_builder.py`` into a
-   temporary tree, check the patch made for that torch release,
-   ``pytorch/torch-<major.minor>/0001-inductor-register-cpp-device-options.patch``,
-   with ``git apply --check`` (or ``patch --dry-run --fuzz=0`` when git is missing),
-   apply it there and byte-compile the result. A torch with no patch of its own
-   fails the step, naming the releases that have one.
+   temporary tree, check the patches made for that torch release,
+   ``pytorch/torch-<major.minor>/*.patch`` (``0001-...`` the registry, ``0002-...``
+   the ldflags of the CMake project), with ``git apply --check`` (or
+   ``patch --dry-run --fuzz=0`` when git is missing): each alone on the installed
+   file (upstream, each is a change of its own), then all in order, and byte-compile
+   the result. A torch with no patch of its own fails the step, naming the releases
+   that have one.
 2. Run the tests with an import overlay. A temporary directory goes first on
    ``PYTHONPATH``. Its ``sitecustomize.py`` puts a ``sys.meta_path`` finder in
    front that loads ``torch._inductor.cpp_builder`` from the patched copy.
@@ -26,7 +28,7 @@ Steps (each prints one ``PASS``/``FAIL``/``SKIP`` line; exit status 1 if any fai
 
    * ``overlay``: a probe process checks that ``register_cpp_device_options``
      exists and that the module really comes from the patched file.
-   * ``pytorch-tests``: ``upstream/pytorch/test_cpp_device_options_registry.py``.
+   * ``pytorch-tests``: ``upstream/pytorch/test_*.py``, one file per patch.
    * ``package-tests``: ``python -m pytest tests -x -q [PYTEST_ARGS...]`` from the
      repo root. If pytest collects no tests (exit status 5), the step fails,
      unless ``--skip-package-tests`` is given.
@@ -76,8 +78,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parent
 PYTORCH_PATCHES = HERE / "pytorch"
-PYTORCH_PATCH_NAME = "0001-inductor-register-cpp-device-options.patch"
-PYTORCH_TESTS = HERE / "pytorch" / "test_cpp_device_options_registry.py"
+# The patches of a release, applied in order of their names (0001-..., 0002-...).
+PYTORCH_PATCH_GLOB = "*.patch"
+PYTORCH_TESTS = sorted((HERE / "pytorch").glob("test_*.py"))
 # For what tests torch alone (the patches): `import torch` then does not arm this package.
 WITHOUT_PACKAGE_AUTOLOAD = {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
 NPU_PATCH = HERE / "torch_npu" / "0001-inductor-register-npu-cpp-device-options.patch"
@@ -225,8 +228,8 @@ class Overlay:
     original: Path  # installed torch/_inductor/cpp_builder.py
     patched: Path  # patched copy that the overlay loads instead
     env: dict[str, str]  # environment for subprocesses that should see the overlay
-    numstat: str  # "+added/-removed" of the applied patch
-    patch: Path  # the patch applied: the one made for the installed torch
+    numstat: str  # "+added/-removed" of each applied patch
+    patches: list[Path]  # the patches applied, in order: those made for the installed torch
 
 
 class VerifyError(Exception):
@@ -256,16 +259,17 @@ def torch_version() -> str:
         return "unknown"
 
 
-def pytorch_patch_for(version: str) -> Path:
-    """The PyTorch patch made against ``version``'s cpp_builder.py (matched on major.minor).
+def pytorch_patches_for(version: str) -> list[Path]:
+    """The PyTorch patches made against ``version``'s cpp_builder.py (matched on
+    major.minor), in the order they apply.
 
-    Raises VerifyError naming the releases that have a patch when there is none.
+    Raises VerifyError naming the releases that have patches when there is none.
     """
     minor = ".".join(version.split("+")[0].split(".")[:2])
-    patch = PYTORCH_PATCHES / f"torch-{minor}" / PYTORCH_PATCH_NAME
-    if patch.is_file():
-        return patch
-    have = sorted(p.parent.name for p in PYTORCH_PATCHES.glob(f"torch-*/{PYTORCH_PATCH_NAME}"))
+    patches = sorted((PYTORCH_PATCHES / f"torch-{minor}").glob(PYTORCH_PATCH_GLOB))
+    if patches:
+        return patches
+    have = sorted({p.parent.name for p in PYTORCH_PATCHES.glob(f"torch-*/{PYTORCH_PATCH_GLOB}")})
     raise VerifyError(
         f"no PyTorch patch for torch {version}: upstream/pytorch has patches for "
         f"{', '.join(have) or 'no release'}"
@@ -332,6 +336,24 @@ def apply_patch(patch: Path, root: Path, rel_path: str, source: Path) -> str:
     return stat
 
 
+def apply_series(
+    patches: Sequence[Path], root: Path, rel_path: str, source: Path
+) -> tuple[Path, str]:
+    """Each patch alone on ``source`` (upstream, each is a change of its own), then all of
+    them in order: the fully patched file and each patch's numstat. Raises VerifyError
+    naming the patch that does not apply."""
+    for index, patch in enumerate(patches[1:], start=1):
+        apply_patch(patch, root / f"alone-{index}", rel_path, source)
+    stats = []
+    current = source
+    for index, patch in enumerate(patches):
+        stats.append(
+            f"{patch.name[:4]} {apply_patch(patch, root / f'step-{index}', rel_path, current)}"
+        )
+        current = root / f"step-{index}" / rel_path
+    return current, ", ".join(stats)
+
+
 @contextlib.contextmanager
 def torch_overlay() -> Iterator[Overlay]:
     """Step 1 plus the overlay: yields an Overlay whose env loads the patched module.
@@ -339,12 +361,10 @@ def torch_overlay() -> Iterator[Overlay]:
     Raises VerifyError if the PyTorch patch does not apply to the installed torch.
     """
     original = installed_cpp_builder()
-    patch = pytorch_patch_for(torch_version())
+    patches = pytorch_patches_for(torch_version())
     with tempfile.TemporaryDirectory(prefix="idopt-overlay-") as tmp:
         root = Path(tmp).resolve()
-        tree = root / "tree"
-        stat = apply_patch(patch, tree, TORCH_REL_PATH, original)
-        patched = tree / TORCH_REL_PATH
+        patched, stat = apply_series(patches, root / "tree", TORCH_REL_PATH, original)
         site = root / "site"
         site.mkdir()
         (site / "sitecustomize.py").write_text(
@@ -354,7 +374,7 @@ def torch_overlay() -> Iterator[Overlay]:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), env.get("PYTHONPATH", "")) if p)
         env[EXPECT_NATIVE_ENV] = "1"
         env[OVERLAY_ENV] = str(patched)
-        yield Overlay(original=original, patched=patched, env=env, numstat=stat, patch=patch)
+        yield Overlay(original=original, patched=patched, env=env, numstat=stat, patches=patches)
 
 
 def probe_overlay(overlay: Overlay) -> StepResult:
@@ -389,25 +409,28 @@ def probe_overlay(overlay: Overlay) -> StepResult:
 
 def run_pytorch_tests(overlay: Overlay) -> StepResult:
     name = "pytorch-tests"
-    cmd = [sys.executable, str(PYTORCH_TESTS)]
-    print(f"+ {' '.join(cmd)}  (overlay)", flush=True)
     # Under CI=true torch's run_tests() writes XML reports through xmlrunner, which is not a
     # dependency here: the verdict is read from the unittest summary instead.
     env = {key: value for key, value in overlay.env.items() if key != "CI"}
-    # The patch's tests are torch's: they test the patched torch alone, without this package's
-    # autoload, whose hook would serve their registered devices itself.
+    # The patches' tests are torch's: they test the patched torch alone, without this
+    # package's autoload, whose hook would serve their registered devices itself.
     env.update(WITHOUT_PACKAGE_AUTOLOAD)
-    proc = subprocess.run(cmd, env=env, cwd=REPO_ROOT, capture_output=True, text=True)
-    output = proc.stdout + proc.stderr
-    sys.stdout.write(output)
-    summary = [x for x in output.splitlines() if x.startswith(("Ran ", "OK", "FAILED"))]
-    detail = f"{PYTORCH_TESTS.relative_to(REPO_ROOT)}: {' '.join(summary) or 'no summary'}"
-    if "No module named 'expecttest'" in output:
-        detail += (
-            "; torch.testing._internal.common_utils needs expecttest "
-            "(PyTorch's test dependency): pip install expecttest"
-        )
-    return StepResult(name, "PASS" if proc.returncode == 0 else "FAIL", detail)
+    details, failed = [], False
+    for tests in PYTORCH_TESTS:
+        cmd = [sys.executable, str(tests)]
+        print(f"+ {' '.join(cmd)}  (overlay)", flush=True)
+        proc = subprocess.run(cmd, env=env, cwd=REPO_ROOT, capture_output=True, text=True)
+        output = proc.stdout + proc.stderr
+        sys.stdout.write(output)
+        summary = [x for x in output.splitlines() if x.startswith(("Ran ", "OK", "FAILED"))]
+        details.append(f"{tests.relative_to(REPO_ROOT)}: {' '.join(summary) or 'no summary'}")
+        if "No module named 'expecttest'" in output:
+            details[-1] += (
+                "; torch.testing._internal.common_utils needs expecttest "
+                "(PyTorch's test dependency): pip install expecttest"
+            )
+        failed |= proc.returncode != 0
+    return StepResult(name, "FAIL" if failed else "PASS", "; ".join(details))
 
 
 def package_pytest_command(pytest_args: Sequence[str] = ()) -> list[str]:
@@ -599,9 +622,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     StepResult(
                         "pytorch-patch",
                         "PASS",
-                        f"{overlay.patch.relative_to(HERE)} applies cleanly to torch "
-                        f"{torch_version()} "
-                        f"{overlay.original} ({overlay.numstat})",
+                        f"{', '.join(str(p.relative_to(HERE)) for p in overlay.patches)} "
+                        f"apply cleanly to torch {torch_version()} {overlay.original}, each "
+                        f"alone and in order ({overlay.numstat})",
                     )
                 )
             )

@@ -11,6 +11,10 @@ FUNCTION = "get_cpp_torch_device_options"
 #: backports it everywhere else.
 REGISTER = "register_cpp_device_options"
 REGISTRY = "_cpp_device_options_registry"
+#: Its builder, and the builder's writers of the C++ project AOTInductor writes with
+#: ``aot_inductor.package_cpp_only`` (torch 2.6 has none): the hook wraps them (hook/cmake.py).
+BUILDER = "CppBuilder"
+CMAKE_WRITERS = ("save_compile_cmd_to_cmake", "save_link_cmd_to_cmake")
 
 # --- torch 2.15's out-of-tree hooks in Inductor's codegen (hook/aten_device_type.py,
 # hook/backend_init.py backport them before 2.15) -------------------------------------------

@@ -43,6 +43,8 @@ CHECKS: dict[str, str] = {
     "cache_keys": "the SDK identity keys Inductor's caches",
     "probe_build": "probe compiles and links",
     "probe_load": "probe loads",
+    # With --aot (cmake_checks.py).
+    "cmake_project": "the C++ project builds with cmake",
     # With --aot and without --compile: always a SKIP that says so.
     "aoti_runner": "AOTInductor model runner",
     # doctor --compile (real_compile.py); aoti_load with --aot only.
@@ -59,6 +61,8 @@ COMPILE_CHECKS = ("compile_run", "builds_asked", "options_reached", "aoti_load")
 def check_names(aot_mode: bool, compile: bool) -> list[str]:
     """The checks a doctor run makes, in order ("provider" only when it fails)."""
     names = [name for name in CHECKS if name != "provider" and name not in COMPILE_CHECKS]
+    if not aot_mode:
+        names.remove("cmake_project")
     if not aot_mode or compile:
         names.remove("aoti_runner")
     if compile:

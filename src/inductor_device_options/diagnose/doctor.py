@@ -3,8 +3,8 @@ handed on as soon as it is done; and the run of a ``--provider`` that cannot be 
 Computes only: ``cli/`` prints.
 
 The checks themselves are in ``hook_checks``, ``torch_hook_checks``, ``options_checks``,
-``path_checks``, ``header_checks``, ``cache_key_checks`` and ``probe_checks``; what a check
-is, in ``checks``.
+``path_checks``, ``header_checks``, ``cache_key_checks``, ``probe_checks`` and
+``cmake_checks``; what a check is, in ``checks``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from ..introspection import DeviceOptionsSource
 from .backend_init_run import BackendInit, run_backend_init
 from .cache_key_checks import check_cache_keys
 from .checks import COMPILE_CHECKS, Check, Context, Problem, check, check_names
+from .cmake_checks import check_cmake_project
 from .header_checks import check_headers, check_shadowed_headers
 from .hook_checks import check_device_asked, check_hook
 from .module_load import FreshPython
@@ -68,6 +69,8 @@ def run_doctor(
         lambda context: check_probe_build(context, progress),
         lambda context: check_probe_load(context, progress),
     ]
+    if aot_mode:
+        steps.append(lambda context: check_cmake_project(context, progress))
     if aot_mode and not compile:
         steps.append(_aoti_runner_not_checked)
     with loader or FreshPython() as context.loader:

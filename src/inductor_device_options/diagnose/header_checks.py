@@ -52,7 +52,7 @@ def check_headers(context: Context, progress: Progress | None) -> Check:
     """
     if context.unusable():
         return context.skipped("headers")
-    headers = _included(context)
+    headers = included_headers(context)
     if isinstance(headers, Check):
         return headers
     if not headers.names:
@@ -88,7 +88,7 @@ def check_headers(context: Context, progress: Progress | None) -> Check:
     return check("headers", "fail", f"{compiler} cannot include them", problem)
 
 
-def _included(context: Context) -> DeviceHeaders | Check:
+def included_headers(context: Context) -> DeviceHeaders | Check:
     """What Inductor's generated code includes for the device, or the failed check when
     that cannot be known."""
     declarer = (

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _state
 from .._torch_names import (
+    BUILDER,
+    CMAKE_WRITERS,
     CODECACHE,
     CODECACHE_READY,
     CODEGEN_COMMON,
@@ -72,6 +74,12 @@ def install(module: ModuleType) -> None:
     Installs again where the module was executed anew (``importlib.reload``) or its
     attribute was written past the chain.
     """
+    with _state.lock:
+        _wrap_cmake_writers(module)
+        _install_hook(module)
+
+
+def _install_hook(module: ModuleType) -> None:
     with _state.lock:
         current = module.__dict__[FUNCTION]
         installation = _state.installation[0] if _state.installation else None
@@ -126,6 +134,27 @@ def install(module: ModuleType) -> None:
         )
         _state.installation[:] = [Installation(module, "hook", chain, backport=backport)]
         make_adopting(module, chain)
+
+
+def _wrap_cmake_writers(module: ModuleType) -> None:
+    """The builder's CMake writers, wrapped once: for a device the package serves, the C++
+    project AOTInductor writes builds (``hook/cmake.py``, imported at their first call)."""
+    builder = module.__dict__.get(BUILDER)
+    for name in CMAKE_WRITERS:
+        writer = getattr(builder, name, None)
+        if writer is not None and not getattr(writer, BACKPORT_MARK, False):
+            setattr(builder, name, _cmake_writer(name, writer))
+
+
+def _cmake_writer(name: str, torch_writer: Any) -> Any:
+    def write(self: object, *args: object, **kwargs: object) -> None:
+        from .cmake import write
+
+        write(name, torch_writer, self, args, kwargs)
+
+    write.__wrapped__ = torch_writer  # type: ignore[attr-defined]
+    setattr(write, BACKPORT_MARK, True)
+    return write
 
 
 def _forward_registration(device_type: str) -> None:
