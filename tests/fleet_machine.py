@@ -12,6 +12,7 @@ SDK "B" ``b @ a``), so the result of ``a @ b`` on the device names it.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -79,18 +80,32 @@ def package_step(path: str) -> dict[str, Any]:
     return {"stamp": package_stamp(path)}
 
 
+class _Logged(logging.Handler):
+    """What torch's Inductor loggers warn of (they do not propagate to the root)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
 def load_step(path: str) -> dict[str, Any]:
     import warnings
 
+    logged = _Logged()
+    logging.getLogger("torch._inductor").addHandler(logged)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             model = torch._inductor.aoti_load_package(path)
         except Exception as error:
-            return {"error": type(error).__name__, "message": str(error)}
+            return {"error": type(error).__name__, "message": str(error), "logged": logged.messages}
     return {
         "built_against": built_against(model(*device_inputs())),
         "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
+        "logged": logged.messages,
     }
 
 

@@ -202,7 +202,7 @@ class RunpathError(CppDeviceOptionsError, ValueError):
     """
 
 
-class SdkMismatchError(CppDeviceOptionsError, RuntimeError):
+class SdkMismatchError(CppDeviceOptionsError, ValueError):
     """An AOTInductor package was built against another SDK than the one its device has in
     this process (or the device has none here), so its code would run against an SDK it was
     not built for.
@@ -210,7 +210,9 @@ class SdkMismatchError(CppDeviceOptionsError, RuntimeError):
     Raised when the package is loaded (``torch._inductor.aoti_load_package``,
     ``torch._inductor.package.load_package``, ``torch._C._aoti.AOTIModelPackageLoader``),
     before its model is opened. ``INDUCTOR_DEVICE_OPTIONS_ACCEPT_SDK_MISMATCH=1`` loads it
-    anyway, with a ``RuntimeWarning`` that says the same instead.
+    anyway, with a ``RuntimeWarning`` that says the same instead. A ``ValueError``, not a
+    ``RuntimeError``: torch's ``load_package`` takes a ``RuntimeError`` for a package of an
+    older format and tries again another way, with a warning that would mislead.
 
     Attributes:
         built: The SDK identity the package was built against.
@@ -219,7 +221,7 @@ class SdkMismatchError(CppDeviceOptionsError, RuntimeError):
 
     Example:
         >>> import inductor_device_options as ido
-        >>> issubclass(ido.SdkMismatchError, RuntimeError)  # as a failed load raises
+        >>> issubclass(ido.SdkMismatchError, ValueError)  # a package not for this machine
         True
     """
 

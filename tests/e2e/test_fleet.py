@@ -159,10 +159,15 @@ def test_a_shared_cache_dir_and_an_in_place_edit_never_serve_another_sdks_code(
 def test_a_pt2_is_refused_on_another_sdk_and_loads_on_the_same_contents(fleet: Fleet) -> None:
     device_type, stamped = seen(fleet, "machine 1", 1)["stamp"]
     assert (device_type, stamped) == ("sampledev", seen(fleet, "machine 1", 2)["identity"])
-    assert seen(fleet, "machine 1, reinstalled", 1) == {"built_against": "A", "warnings": []}
+    loaded = seen(fleet, "machine 1, reinstalled", 1)
+    assert (loaded["built_against"], loaded["warnings"]) == ("A", [])
+    # In a process that only loads (the device's DeviceInterface is registered at its first
+    # compile), torch does not take the package for an outdated one.
+    assert not [line for line in loaded["logged"] if "outdated" in line]
 
     refused = seen(fleet, "machine 3", 1)
     assert refused["error"] == "SdkMismatchError"
+    assert not [line for line in refused["logged"] if "outdated" in line]
     here = seen(fleet, "machine 3", 2)["identity"]
     for part in ("'sampledev'", stamped, here, "INDUCTOR_DEVICE_OPTIONS_ACCEPT_SDK_MISMATCH=1"):
         assert part in refused["message"]

@@ -43,8 +43,9 @@ def moved(sample_build: SampleDevice, tmp_path_factory: pytest.TempPathFactory) 
 
 
 def test_a_package_loads_where_the_sdk_lives_at_another_path(moved: Fleet) -> None:
-    assert moved.seen["machine 1"][1] == {"built_against": "A", "warnings": []}
-    assert moved.seen["machine 2"] == [{"built_against": "A", "warnings": []}]
+    built, [loaded] = moved.seen["machine 1"][1], moved.seen["machine 2"]
+    assert (built["built_against"], built["warnings"]) == ("A", [])
+    assert (loaded["built_against"], loaded["warnings"], loaded["logged"]) == ("A", [], [])
 
 
 def test_a_library_missing_where_it_is_loaded_names_the_device_the_library_and_the_fix(
@@ -52,6 +53,7 @@ def test_a_library_missing_where_it_is_loaded_names_the_device_the_library_and_t
 ) -> None:
     _, missing = moved.seen["machine 3"]
     assert missing["error"] == "DeviceLibraryError", missing
+    assert not [line for line in missing["logged"] if "outdated" in line]
     message = missing["message"]
     assert "device 'sampledev' needs libsampledev_runtime.so" in message
     assert "Fix: install the device's SDK on this machine" in message

@@ -23,8 +23,10 @@ from .._fs import find_library, inside_torch
 from .lookups import get_cpp_device_options
 
 
-class DeviceLibraryError(CppDeviceOptionsError, RuntimeError):
-    """A library a device's AOTInductor model needs cannot be loaded in this process."""
+class DeviceLibraryError(CppDeviceOptionsError, OSError):
+    """A library a device's AOTInductor model needs cannot be loaded in this process (an
+    ``OSError``, as ``ctypes`` raises; not a ``RuntimeError``, which torch's ``load_package``
+    takes for a package of an older format)."""
 
 
 def load_device_libraries(device_type: str, package: str) -> list[str]:

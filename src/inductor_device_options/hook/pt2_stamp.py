@@ -118,13 +118,12 @@ def package_stamp(path: str, model_name: str = "model") -> tuple[str, str] | Non
     ``path`` is not a readable archive: torch's loader then says why)."""
     pattern = re.compile(rf"(^|/)data/aotinductor/{re.escape(model_name)}/[^/]+_metadata\.json$")
     try:
-        with zipfile.ZipFile(path) as archive:
-            for name in archive.namelist():
-                if pattern.search(name):
-                    metadata = json.loads(archive.read(name))
-                    break
-            else:
-                return None
+        if os.path.isdir(path):  # torch 2.15 loads an extracted package too
+            metadata = _metadata_in_dir(path, pattern)
+        else:
+            with zipfile.ZipFile(path) as archive:
+                names = [name for name in archive.namelist() if pattern.search(name)]
+                metadata = json.loads(archive.read(names[0])) if names else None
     except (OSError, zipfile.BadZipFile, ValueError):
         return None
     stamp = metadata.get(STAMP_KEY) if isinstance(metadata, dict) else None
@@ -146,6 +145,16 @@ def prepare_package(path: str, model_name: str = "model") -> str | None:
     if is_served(device_type):
         load_device_libraries(device_type, path)
     return device_type
+
+
+def _metadata_in_dir(path: str, pattern: re.Pattern[str]) -> object:
+    for directory, _, files in os.walk(path):
+        for name in sorted(files):
+            relative = os.path.relpath(os.path.join(directory, name), path)
+            if pattern.search(relative.replace(os.sep, "/")):
+                with open(os.path.join(directory, name)) as file:
+                    return json.load(file)
+    return None
 
 
 def check_package(path: str, model_name: str = "model") -> None:
