@@ -279,6 +279,13 @@ COVERED_ELSEWHERE = {
         "Fix: rebuild the package on this machine's SDK (or install the SDK it was built "
         "against); to load it anyway, knowingly, set INDUCTOR_DEVICE_OPTIONS_ACCEPT_SDK_MISMATCH=1",
         "loaded anyway (INDUCTOR_DEVICE_OPTIONS_ACCEPT_SDK_MISMATCH=1)",
+        "the AOTInductor model of device 'DEVICE' needs LIBRARY, which does not load",
+    ),
+    "e2e/test_pt2_moves.py": (
+        "the AOTInductor model of device 'DEVICE' needs LIBRARY, which the loader does not find "
+        "here",
+        "Fix: install the device's SDK on this machine and have its provider name the dir that "
+        "holds LIBRARY in libraries_dirs, or put that dir on LD_LIBRARY_PATH",
     ),
     "test_cmake_doctor.py": (
         "cmake failed",

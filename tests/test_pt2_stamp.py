@@ -179,3 +179,27 @@ def test_a_package_without_a_stamp_loads_as_without_the_package(tmp_path: Path) 
         aoti_load_package(package)
     assert not isinstance(raised.value, ido.SdkMismatchError)
     assert not [w for w in caught if "inductor-device-options" in str(w.message)]
+
+
+def test_a_library_of_the_device_that_does_not_load_is_named(
+    tmp_path: Path, clean_registry: None
+) -> None:
+    """The identity matches, so the device's libraries are loaded from its dirs here: one
+    that is there but is not a library the loader can load says so, before torch opens the
+    package."""
+    lib = tmp_path / "sdk" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "libstampdev_rt.so").write_text("not an ELF file")
+
+    def broken_runtime(device_type: str, aot_mode: bool, compile_only: bool) -> object:
+        return ([], [], [], [], [str(lib)], ["stampdev_rt"], [])
+
+    ido.register_cpp_device_options(DEVICE, broken_runtime)
+    package = write_package(tmp_path / "model.pt2", {STAMP_KEY: f"{DEVICE}={identity_here()}"})
+    with pytest.raises(OSError) as raised:
+        aoti_load_package(package)
+    assert type(raised.value).__name__ == "DeviceLibraryError"
+    assert_quoted(
+        "the AOTInductor model of device 'DEVICE' needs LIBRARY, which does not load",
+        [str(raised.value)],
+    )

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 from fleet import Fleet
+from support import assert_quoted
 
 from inductor_device_options.sample import RUNTIME_LIBRARY_FILE, SampleDevice
 from inductor_device_options.sample.sdk import install_sdk
@@ -54,6 +55,13 @@ def test_a_library_missing_where_it_is_loaded_names_the_device_the_library_and_t
     _, missing = moved.seen["machine 3"]
     assert missing["error"] == "DeviceLibraryError", missing
     assert not [line for line in missing["logged"] if "outdated" in line]
-    message = missing["message"]
-    assert "device 'sampledev' needs libsampledev_runtime.so" in message
-    assert "Fix: install the device's SDK on this machine" in message
+    assert_quoted(
+        "the AOTInductor model of device 'DEVICE' needs LIBRARY, which the loader does not find "
+        "here",
+        [missing["message"]],
+    )
+    assert_quoted(
+        "Fix: install the device's SDK on this machine and have its provider name the dir that "
+        "holds LIBRARY in libraries_dirs, or put that dir on LD_LIBRARY_PATH",
+        [missing["message"]],
+    )
