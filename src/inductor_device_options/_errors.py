@@ -203,16 +203,10 @@ class RunpathError(CppDeviceOptionsError, ValueError):
 
 
 class SdkMismatchError(CppDeviceOptionsError, ValueError):
-    """An AOTInductor package was built against another SDK than the one its device has in
-    this process (or the device has none here), so its code would run against an SDK it was
-    not built for.
-
-    Raised when the package is loaded (``torch._inductor.aoti_load_package``,
-    ``torch._inductor.package.load_package``, ``torch._C._aoti.AOTIModelPackageLoader``),
-    before its model is opened. ``INDUCTOR_DEVICE_OPTIONS_ACCEPT_SDK_MISMATCH=1`` loads it
-    anyway, with a ``RuntimeWarning`` that says the same instead. A ``ValueError``, not a
-    ``RuntimeError``: torch's ``load_package`` takes a ``RuntimeError`` for a package of an
-    older format and tries again another way, with a warning that would mislead.
+    """An AOTInductor package was built against another SDK than its device has here (or
+    none is known here). Raised as the package is loaded, before its model is opened;
+    ``INDUCTOR_DEVICE_OPTIONS_ACCEPT_SDK_MISMATCH=1`` makes it a ``RuntimeWarning``. Not a
+    ``RuntimeError``, which torch's ``load_package`` takes for a package of an older format.
 
     Attributes:
         built: The SDK identity the package was built against.

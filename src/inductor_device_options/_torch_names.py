@@ -41,12 +41,8 @@ COMPILE_FX_MAIN = "_compile_fx_main"
 COMPILE_FX_FUNCTION = "compile_fx"
 
 # --- the SDK identity in Inductor's caches and packages (hook/cache_keys.py, hook/pt2_stamp.py)
-#: Inductor's caches: ``CacheBase.get_system()`` (in the FX graph and AOTAutograd cache keys)
-#: and ``AotCodeCompiler`` (writes an AOTInductor package's metadata).
-CODECACHE = "torch._inductor.codecache"
-CODECACHE_READY = "AotCodeCompiler"
-#: The modules that load AOTInductor packages through ``torch._C._aoti.AOTIModelPackageLoader``.
-PACKAGE_LOADER = "torch._inductor.package.package"
-PACKAGE_LOADER_READY = "load_package"
-PT2_ARCHIVE = "torch.export.pt2_archive._package"
-PT2_ARCHIVE_READY = "load_pt2"
+#: Inductor's caches (``CacheBase.get_system()``) and AOTInductor's package writer; the
+#: modules that load packages (through ``torch._C._aoti.AOTIModelPackageLoader``).
+CODECACHE, CODECACHE_READY = "torch._inductor.codecache", "AotCodeCompiler"
+PACKAGE_LOADER, PACKAGE_LOADER_READY = "torch._inductor.package.package", "load_package"
+PT2_ARCHIVE, PT2_ARCHIVE_READY = "torch.export.pt2_archive._package", "load_pt2"

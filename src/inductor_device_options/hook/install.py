@@ -169,28 +169,18 @@ def _forward_registration(device_type: str) -> None:
         installation.native_register(device_type, native_dispatcher)
 
 
-#: The modules of torch the package installs into when they are imported, and what installs:
-#: the hook into cpp_builder, torch 2.15's codegen hooks before 2.15, the SDK identity in
-#: the cache keys and AOTInductor packages (their modules are imported only with the module
-#: they serve).
+#: The modules of torch the package installs into when they are imported: what installs, and
+#: what the module defines once executed far enough to install into. The hook into
+#: cpp_builder, torch 2.15's codegen hooks before 2.15, the SDK identity in the cache keys and
+#: AOTInductor packages (each installer's module is imported only with the module it serves).
 INSTALLERS = {
-    CPP_BUILDER: f"{__name__}:install",
-    CPP_UTILS: f"{__package__}.aten_device_type:install",
-    CODEGEN_COMMON: f"{__package__}.backend_init:install_into_common",
-    COMPILE_FX: f"{__package__}.backend_init:install_into_compile_fx",
-    CODECACHE: f"{__package__}.codecache:install",
-    PACKAGE_LOADER: f"{__package__}.pt2_stamp:install_loader_check",
-    PT2_ARCHIVE: f"{__package__}.pt2_stamp:install_loader_check",
-}
-#: What each module defines once it is executed far enough to install into.
-_READY = {
-    CPP_BUILDER: FUNCTION,
-    CPP_UTILS: DEVICE_TO_ATEN,
-    CODEGEN_COMMON: INIT_BACKEND_REGISTRATION,
-    COMPILE_FX: COMPILE_FX_FUNCTION,
-    CODECACHE: CODECACHE_READY,
-    PACKAGE_LOADER: PACKAGE_LOADER_READY,
-    PT2_ARCHIVE: PT2_ARCHIVE_READY,
+    CPP_BUILDER: (f"{__name__}:install", FUNCTION),
+    CPP_UTILS: (f"{__package__}.aten_device_type:install", DEVICE_TO_ATEN),
+    CODEGEN_COMMON: (f"{__package__}.backend_init:install_into_common", INIT_BACKEND_REGISTRATION),
+    COMPILE_FX: (f"{__package__}.backend_init:install_into_compile_fx", COMPILE_FX_FUNCTION),
+    CODECACHE: (f"{__package__}.codecache:install", CODECACHE_READY),
+    PACKAGE_LOADER: (f"{__package__}.pt2_stamp:install_loader_check", PACKAGE_LOADER_READY),
+    PT2_ARCHIVE: (f"{__package__}.pt2_stamp:install_loader_check", PT2_ARCHIVE_READY),
 }
 
 
@@ -207,8 +197,8 @@ def _native_hook(module: ModuleType) -> bool:
 
 
 def _install_into(module: ModuleType) -> None:
-    installer = INSTALLERS.get(module.__name__)
-    if installer is None or module.__dict__.get(_READY[module.__name__]) is None:
+    installer, ready = INSTALLERS.get(module.__name__, ("", ""))
+    if not installer or module.__dict__.get(ready) is None:
         return
     if _native_hook(module):
         return
