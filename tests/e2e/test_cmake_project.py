@@ -61,10 +61,14 @@ def compile_project(directory: Path) -> Path:
 
 def run_on_the_device(package: str) -> None:
     """The package runs on the device, its result the eager CPU one, and its library loaded
-    the device's runtime library (each module built with the SDK's headers registers)."""
+    the device's runtime library (each module built with the SDK's headers registers). The
+    device is served while it loads, as where its backend is imported: the package carries
+    the SDK identity it was built against, checked against the served one."""
     inputs = random_tensors(*INPUT_SHAPES)
     modules_before = runtime_registered_modules()
-    result = torch._inductor.aoti_load_package(package)(*(t.to(DEVICE_NAME) for t in inputs))
+    with registered_cpp_device_options(DEVICE_NAME, sdk_cpp_device_options):
+        model = torch._inductor.aoti_load_package(package)
+    result = model(*(t.to(DEVICE_NAME) for t in inputs))
     assert result.device.type == DEVICE_NAME
     torch.testing.assert_close(result.cpu(), ConvolutionThenAddmm()(*inputs))
     assert runtime_registered_modules() == modules_before + 1
