@@ -165,6 +165,7 @@ SETUPS = [
             "REGDEV_CODEGEN_DEVICE": "regdev",
             "REGDEV_SHIP_WRAPPER_HEADER": "1",
             "REGDEV_REGISTER": "package",
+            "REGDEV_RECORD_OVERRIDES": "1",
         },
         {
             "cpp_wrapper": PASS,
@@ -313,6 +314,7 @@ def regdev() -> Regdev:
 MEASURE = """
     import inspect, json, os, sys, time
     import torch  # regdev autoloads here
+    import regdev_backend
     from torch._inductor import cpp_builder
 
     builds = sys.argv[1:]
@@ -361,6 +363,8 @@ MEASURE = """
             outcome = {"ok": False, "error": f"{type(error).__name__}: {error}"}
         outcome["seconds"] = round(time.monotonic() - start, 1)
         outcome["asked"] = list(asked)
+        outcome["overrides"] = sorted(set(regdev_backend.overrides_called))
+        regdev_backend.overrides_called.clear()
         # Only modules built with the regdev headers need (and so load) the runtime.
         with open("/proc/self/maps") as maps:
             outcome["runtime_loaded"] = "libregdev_runtime.so" in maps.read()
@@ -525,6 +529,33 @@ def test_real_build_outcome(setup: Setup, measure: Callable[[Setup], Measured]) 
 
 
 # --- doctor's verdicts --------------------------------------------------------------------
+
+
+# What real builds ask of the device's DeviceOpOverrides: what doctor's check asks them.
+OVERRIDES_BUILDS = {False: ("cpp_wrapper",), True: ("aoti_build", "aoti_weights_user")}
+
+
+@pytest.mark.parametrize("aot", [False, True], ids=["cpp_wrapper", "aot"])
+def test_doctor_asks_the_overrides_what_real_builds_ask(
+    aot: bool, measure: Callable[[Setup], Measured]
+) -> None:
+    from torch._inductor.codegen.common import DeviceOpOverrides
+
+    from inductor_device_options.diagnose.overrides_checks import asked_methods
+
+    measured = measure(SETUP_BY_NAME["C"])
+    called = {
+        method
+        for build in OVERRIDES_BUILDS[aot]
+        if build in measured.outcomes
+        for method in measured.outcomes[build]["overrides"]
+    }
+    asked = {question.method for question in asked_methods(aot, DEVICE, DEVICE)}
+    if not hasattr(DeviceOpOverrides, "aten_device_type"):
+        # Before torch 2.15 regdev's own cpp_utils.DEVICE_TO_ATEN entry answers first, as
+        # openreg-derived backends write it; doctor asks device_to_aten, which reads it.
+        asked.discard("aten_device_type")
+    assert called == asked, measured.outcomes
 
 
 class DoctorVerdict(NamedTuple):

@@ -38,6 +38,9 @@ SDK's ``regdev/runtime.h``. Its C++ extension (csrc/regdev.cpp) is built with
 ``REGDEV_OVERRIDES``
     ``full`` (default) or ``no_cpp_kernel_type``: whether the device's ``DeviceOpOverrides``
     define ``cpp_kernel_type()`` (AOTInductor's model declares each kernel with it).
+``REGDEV_RECORD_OVERRIDES``
+    ``1``: the name of every method of the device's overrides that Inductor calls is
+    appended to ``overrides_called`` (what doctor asks them is checked against it).
 
 ``REGDEV_REGISTER=legacy_wrapper`` is how unmigrated openreg-derived backends give Inductor
 their options: a wrapper assigned to ``cpp_builder.get_cpp_torch_device_options`` that adds
@@ -67,6 +70,10 @@ ENV_REGISTER = "REGDEV_REGISTER"
 ENV_AOTI_RUNNER = "REGDEV_AOTI_RUNNER"
 ENV_C_SHIM = "REGDEV_C_SHIM"
 ENV_OVERRIDES = "REGDEV_OVERRIDES"
+ENV_RECORD_OVERRIDES = "REGDEV_RECORD_OVERRIDES"
+
+#: With REGDEV_RECORD_OVERRIDES=1: the methods of the overrides called, in order.
+overrides_called: list[str] = []
 
 RUNTIME_HEADER = """\
 /* The regdev runtime (libregdev_runtime.so). */
@@ -499,10 +506,10 @@ def _register_inductor_backend(codegen_device: str) -> None:
     if overrides not in ("full", "no_cpp_kernel_type"):
         raise ValueError(f"{ENV_OVERRIDES}={overrides!r}: expected full or no_cpp_kernel_type")
     # Without cpp_kernel_type(), the overrides inherit DeviceOpOverrides' own, which raises.
-    full = overrides == "full"
-    register_device_op_overrides(
-        DEVICE, RegdevFullDeviceOpOverrides() if full else RegdevDeviceOpOverrides()
-    )
+    chosen = RegdevFullDeviceOpOverrides if overrides == "full" else RegdevDeviceOpOverrides
+    if os.environ.get(ENV_RECORD_OVERRIDES) == "1":
+        chosen = _recording(chosen)
+    register_device_op_overrides(DEVICE, chosen())
     register_backend_for_device(
         DEVICE, CppScheduling, RegdevPythonWrapperCodegen, RegdevCppWrapperCodegen
     )
@@ -511,6 +518,19 @@ def _register_inductor_backend(codegen_device: str) -> None:
     device_to_aten = getattr(cpp_utils, "DEVICE_TO_ATEN", None)
     if device_to_aten is not None:
         device_to_aten[DEVICE] = "at::kPrivateUse1"
+
+
+def _recording(overrides: type) -> type:
+    """``overrides`` that append the name of each method called to ``overrides_called``."""
+
+    class Recording(overrides):  # type: ignore[misc, valid-type]
+        def __getattribute__(self, name: str) -> Any:
+            value = super().__getattribute__(name)
+            if callable(value) and not name.startswith("_"):
+                overrides_called.append(name)
+            return value
+
+    return Recording
 
 
 def _assign_legacy_wrapper() -> None:
