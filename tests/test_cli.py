@@ -102,6 +102,8 @@ INVALID_ENTRY_POINTS = {"my-dev": "thirdparty:options", "cpu": "thirdparty:optio
 CHECK_NAMES = list(DOCTOR_CHECKS)
 #: What doctor cannot check of a device whose backend is not imported (these devices).
 NO_BACKEND = ("device_asked", "overrides", "c_shim")
+#: The statuses where the options cannot be computed: what needs them is skipped.
+OPTIONS_FAILED = ["pass", "pass", "skip", "skip", "fail"] + ["skip"] * 8
 # Every device a provider of these tests serves: the SDK has Inductor's headers for each.
 SDK_DEVICES = [*ENTRY_POINTS, "mydev", "flagdev", "utfdev", "alldev", "otherdev"]
 SOURCE_KEYS = {"device_type", "kind", "source", "description", "guaranteed"}
@@ -478,13 +480,7 @@ def test_a_provider_raising_system_exit_0_is_a_failed_check_not_a_success(
     checks = checks_of(json_of(doctors["exit_json"], "doctor", 1))
     [problem] = checks["options"]["problems"]
     assert problem["cause"] == "SystemExit: 0"
-    assert [check["status"] for check in checks.values()] == [
-        "pass",
-        "pass",
-        "skip",
-        "skip",
-        "fail",
-    ] + ["skip"] * 8
+    assert [check["status"] for check in checks.values()] == OPTIONS_FAILED
     out = text_of(doctors["exit_text"], 1)
     assert "FAIL  options computed: the provider raised SystemExit" in out
     assert out.splitlines()[-1] == f"1 of {len(CHECK_NAMES)} checks failed."
@@ -543,13 +539,7 @@ def test_doctor_reports_a_provider_error_with_its_fix(doctors: dict[str, Run]) -
     [problem] = checks["options"]["problems"]
     assert problem["cause"] == "RuntimeError: the clidev SDK is not set up"
     assert problem["fix"] == "run clidev-setup"
-    assert [check["status"] for check in checks.values()] == [
-        "pass",
-        "pass",
-        "skip",
-        "skip",
-        "fail",
-    ] + ["skip"] * 8
+    assert [check["status"] for check in checks.values()] == OPTIONS_FAILED
 
 
 def test_doctor_names_each_malformed_flag_of_a_given_provider(doctors: dict[str, Run]) -> None:

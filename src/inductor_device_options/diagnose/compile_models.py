@@ -16,6 +16,7 @@ import copy
 import importlib
 import inspect
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -159,9 +160,11 @@ def captured_output(result: Json, name: str) -> Iterator[None]:
     """What the process writes to its output file while step ``name`` runs (torch's C++
     runtime prints its errors there, not in the exception), added to the step's error."""
     try:
-        start: int | None = os.fstat(2).st_size
+        status = os.fstat(2)
     except OSError:
-        start = None
+        status = None
+    # Only a file is read back (doctor's log of the run): a pipe or a terminal is not.
+    start = status.st_size if status is not None and stat.S_ISREG(status.st_mode) else None
     yield  # the C++ runtime writes to the file itself, unbuffered
     step = next((s for s in result["steps"] if s["name"] == name), None)
     if start is None or step is None or step["error"] is None:

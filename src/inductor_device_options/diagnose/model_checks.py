@@ -54,14 +54,7 @@ def _linear_model(judge: _Judge, fix: str) -> Check:
     elif retry is not None:
         cause += f"; with its weights out of the .so too: {short_type(retry['error'])}: "
         cause += first_line(retry["error"])
-    return compile_check(
-        name,
-        "fail",
-        f"{LINEAR_MODEL} raised {short_type(error)}",
-        f"{_what(judge, LINEAR_MODEL)} raised {cause}",
-        fix,
-        details=relevant(error),
-    )
+    return _failed(judge, name, LINEAR_MODEL, error, cause, fix)
 
 
 def _user_model(judge: _Judge, fix: str) -> Check:
@@ -73,7 +66,8 @@ def _user_model(judge: _Judge, fix: str) -> Check:
     if step is None:
         return compile_check(name, "skip", "skipped: not run")
     if step["ok"]:
-        return compile_check(name, "pass", _ran(judge, what, step, {}, "its eager result"))
+        model = (judge.result or {}).get("model", {})
+        return compile_check(name, "pass", _ran(judge, what, step, model, "its eager result"))
     error = step["error"]
     cause, fix = error_cause(error, fix, judge.device)
     if error["type"] in ("ModuleNotFoundError", "ImportError", "AttributeError"):
@@ -81,19 +75,19 @@ def _user_model(judge: _Judge, fix: str) -> Check:
             f"make {judge.model} importable from the current directory (or PYTHONPATH), a "
             "function returning the module and a tuple of its inputs"
         )
+    return _failed(judge, name, what, error, cause, fix)
+
+
+def _failed(judge: _Judge, name: str, what: str, error: Json, cause: str, fix: str) -> Check:
+    mode = "AOTInductor: packaged, loaded and run" if judge.aot_mode else "cpp_wrapper"
     return compile_check(
         name,
         "fail",
         f"{what} raised {short_type(error)}",
-        f"{_what(judge, what)} raised {cause}",
+        f"{what} on {judge.device} ({mode}) in a fresh python raised {cause}",
         fix,
         details=relevant(error),
     )
-
-
-def _what(judge: _Judge, what: str) -> str:
-    mode = "AOTInductor: packaged, loaded and run" if judge.aot_mode else "cpp_wrapper"
-    return f"{what} on {judge.device} ({mode}) in a fresh python"
 
 
 def _ran(judge: _Judge, what: str, step: Json, model: Json, compared: str) -> str:
