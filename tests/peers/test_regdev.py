@@ -122,6 +122,18 @@ def user_managed_weights() -> bool:
 WEIGHTS = weights_in_the_so()
 
 
+def overrides_without_cpp_kernel_type() -> Outcome:
+    """An AOTInductor build with overrides that lack cpp_kernel_type(): torch 2.13 and 2.15
+    declare the model's C++ kernels with it (CppScheduling.define_kernel records them in the
+    wrapper's src_to_kernel); torch 2.6 calls them directly, and never asks."""
+    source = torch_source("_inductor/codegen/cpp.py")
+    define_kernel = source[source.find("def define_kernel") :][:4000]
+    return fails(NO_CPP_KERNEL_TYPE) if "src_to_kernel" in define_kernel else PASS
+
+
+KERNEL_TYPE = overrides_without_cpp_kernel_type()
+
+
 @dataclass(frozen=True)
 class Setup:
     name: str
@@ -204,7 +216,7 @@ SETUPS = [
         "G",
         "as C, the DeviceOpOverrides without cpp_kernel_type()",
         {"REGDEV_CODEGEN_DEVICE": "regdev", "REGDEV_OVERRIDES": "no_cpp_kernel_type"},
-        {"aoti_build": fails(NO_CPP_KERNEL_TYPE)},
+        {"aoti_build": KERNEL_TYPE},
     ),
 ]
 SETUP_BY_NAME = {setup.name: setup for setup in SETUPS}
@@ -551,6 +563,7 @@ def test_doctor_asks_the_overrides_what_real_builds_ask(
         for method in measured.outcomes[build]["overrides"]
     }
     asked = {question.method for question in asked_methods(aot, DEVICE, DEVICE)}
+    assert ("cpp_kernel_type" in asked) == (aot and not KERNEL_TYPE.ok)
     if not hasattr(DeviceOpOverrides, "aten_device_type"):
         # Before torch 2.15 regdev's own cpp_utils.DEVICE_TO_ATEN entry answers first, as
         # openreg-derived backends write it; doctor asks device_to_aten, which reads it.
@@ -617,15 +630,20 @@ class DoctorCase(NamedTuple):
     static_warns: tuple[str, ...] = ()
     compile_warns: tuple[str, ...] = ()
     weights: bool = False
+    kernel_type: bool = False  # the row of the overrides without cpp_kernel_type()
 
     def for_this_torch(self) -> DoctorCase:
         """The row's verdicts on the running torch: with --aot, the static checks warn of
-        the weights wherever torch refuses them."""
+        the weights wherever torch refuses them; the rows whose failure torch 2.6 does not
+        have (weights, cpp_kernel_type()) pass there, as their real builds do."""
         refused = not WEIGHTS.ok
         warns = tuple(w for w in self.static_warns if w != "aoti_weights" or refused)
+        case = self._replace(static_warns=warns)
         if self.weights and not refused:
-            return self._replace(compile_fails=(), static_warns=warns)
-        return self._replace(static_warns=warns)
+            return case._replace(compile_fails=())
+        if self.kernel_type and KERNEL_TYPE.ok:
+            return case._replace(static_fails=(), compile_fails=())
+        return case
 
 
 NO_RUNNER = {"REGDEV_AOTI_RUNNER": "0"}
@@ -664,7 +682,16 @@ DOCTOR_CASES = [
     DoctorCase("D", False, {}, ("cpp_wrapper",), (), None),
     DoctorCase("E", False, {}, ("cpp_wrapper",), (), (), ("device_asked",), ("builds_asked",)),
     DoctorCase("F", False, {}, ("cpp_wrapper",), ("c_shim",), ("linear_model",)),
-    DoctorCase("G", True, {}, ("aoti_build",), ("overrides",), ("compile_run",), AOTI_WEIGHTS),
+    DoctorCase(
+        "G",
+        True,
+        {},
+        ("aoti_build",),
+        ("overrides",),
+        ("compile_run",),
+        AOTI_WEIGHTS,
+        kernel_type=True,
+    ),
 ]
 
 
@@ -768,6 +795,8 @@ def _real_cell(case: DoctorCase) -> str:
     """The real build, as on torch 2.13 and 2.15 (the docs say what 2.6 does differently)."""
     if case.weights:
         return "builds; weights refused"
+    if case.kernel_type:
+        return "build fails"
     expected = SETUP_BY_NAME[case.setup].expected
     if not case.aot:
         return "passes" if expected["cpp_wrapper"].ok else "fails"

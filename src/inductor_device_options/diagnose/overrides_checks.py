@@ -5,9 +5,9 @@ What torch calls of a device's overrides there (the CPU-style C++ wrapper, every
 cuda and xpu): the ATen device type of the device's tensors (``codegen_device``, through
 ``cpp_utils.device_to_aten``: torch 2.15's ``aten_device_type()``, which this package
 provides before 2.15); with AOTInductor, ``cpp_kernel_type()`` of the device the wrapper
-reports, declaring each kernel of the model (``CppWrapperCpu.codegen_model_kernels``); on
-torch 2.15, ``uses_gpu_cpp_wrapper()``. ``tests/test_doctor_overrides.py`` records the calls
-of real builds against this list.
+reports, declaring each C++ kernel of the model (``CppWrapperCpu.codegen_model_kernels``,
+torch 2.13 and 2.15); on torch 2.15, ``uses_gpu_cpp_wrapper()``. ``tests/peers/test_regdev.py``
+records the calls of real builds against this list.
 """
 
 from __future__ import annotations
@@ -38,13 +38,28 @@ def asked_methods(aot_mode: bool, reported: str | None, device_type: str) -> lis
     asked = [
         Asked("aten_device_type", "CppWrapperCpu.codegen_device, for the device's tensors", _aten)
     ]
-    if aot_mode and reported in (None, device_type):
+    if aot_mode and reported in (None, device_type) and kernels_declared():
         caller = "CppWrapperCpu.codegen_model_kernels, declaring each kernel of the model"
         asked.append(Asked("cpp_kernel_type", caller, _called("cpp_kernel_type")))
     if hasattr(common.DeviceOpOverrides, "uses_gpu_cpp_wrapper"):
         caller = "GraphLowering, for every device of the graph"
         asked.append(Asked("uses_gpu_cpp_wrapper", caller, _called("uses_gpu_cpp_wrapper")))
     return asked
+
+
+def kernels_declared() -> bool:
+    """AOTInductor declares the model's C++ kernels with ``cpp_kernel_type()``: the running
+    torch's ``CppScheduling.define_kernel`` records them in ``wrapper.src_to_kernel``, which
+    ``CppWrapperCpu.codegen_model_kernels`` declares (torch 2.13, 2.15; torch 2.6's model
+    calls its C++ kernels directly)."""
+    import inspect
+
+    from torch._inductor.codegen.cpp import CppScheduling
+
+    try:
+        return "src_to_kernel" in inspect.getsource(CppScheduling.define_kernel)
+    except (OSError, TypeError):  # no source: assume it asks, as current torch does
+        return True
 
 
 def _aten(device_type: str, overrides: object) -> object:
