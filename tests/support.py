@@ -75,21 +75,26 @@ def write_distribution(
     )
 
 
-#: doctor's checks, in order (a "provider" check comes first only when --provider fails).
+#: doctor's checks, in order (a "provider" check comes first only when --provider fails;
+#: with --aot, AOT_CHECKS follow).
 DOCTOR_CHECKS = (
     "hook",
     "torch_hooks",
     "device_asked",
+    "overrides",
     "options",
     "flags",
     "include_dirs",
     "headers",
+    "c_shim",
     "shadowed_headers",
     "libraries",
     "cache_keys",
     "probe_build",
     "probe_load",
 )
+#: What --aot adds to DOCTOR_CHECKS (without --compile).
+AOT_CHECKS = ("cmake_project", "aoti_weights", "aoti_runner")
 
 
 # --- what differs between torch releases, read off the running torch ----------------------

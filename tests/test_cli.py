@@ -100,6 +100,10 @@ ENTRY_POINTS = {
 INVALID_ENTRY_POINTS = {"my-dev": "thirdparty:options", "cpu": "thirdparty:options"}
 
 CHECK_NAMES = list(DOCTOR_CHECKS)
+#: What doctor cannot check of a device whose backend is not imported (these devices).
+NO_BACKEND = ("device_asked", "overrides", "c_shim")
+#: The statuses where the options cannot be computed: what needs them is skipped.
+OPTIONS_FAILED = ["pass", "pass", "skip", "skip", "fail"] + ["skip"] * 9
 # Every device a provider of these tests serves: the SDK has Inductor's headers for each.
 SDK_DEVICES = [*ENTRY_POINTS, "mydev", "flagdev", "utfdev", "alldev", "otherdev"]
 SOURCE_KEYS = {"device_type", "kind", "source", "description", "guaranteed"}
@@ -402,7 +406,8 @@ def test_doctor_passes_a_healthy_device_and_leaves_nothing_behind(
     assert (document["ok"], document["exit_code"], document["error"]) == (True, 0, None)
     assert_source(document["source"], "clidev", "entry point")
     checks = checks_of(document)
-    assert checks.pop("device_asked")["status"] == "skip"  # no backend: no wrapper codegen
+    for name in NO_BACKEND:  # no backend: no wrapper codegen, no overrides
+        assert checks.pop(name)["status"] == "skip"
     assert {check["status"] for check in checks.values()} == {"pass"}
     # torch 2.6's own defaults name include/TH and include/THC, which its wheel lacks.
     from torch.utils.cpp_extension import include_paths
@@ -460,12 +465,15 @@ def test_doctor_names_a_missing_include_dir_in_plain_text(
         "PASS",
         "PASS",
         "SKIP",
+        "SKIP",
         "PASS",
         "PASS",
         "FAIL",
-        *["PASS"] * 6,
+        "PASS",
+        "SKIP",
+        *["PASS"] * 5,
     ]
-    assert lines[-1] == "1 of 12 checks failed."
+    assert lines[-1] == f"1 of {len(CHECK_NAMES)} checks failed."
 
 
 def test_a_provider_raising_system_exit_0_is_a_failed_check_not_a_success(
@@ -474,12 +482,10 @@ def test_a_provider_raising_system_exit_0_is_a_failed_check_not_a_success(
     checks = checks_of(json_of(doctors["exit_json"], "doctor", 1))
     [problem] = checks["options"]["problems"]
     assert problem["cause"] == "SystemExit: 0"
-    assert [check["status"] for check in checks.values()] == ["pass", "pass", "skip", "fail"] + [
-        "skip"
-    ] * 8
+    assert [check["status"] for check in checks.values()] == OPTIONS_FAILED
     out = text_of(doctors["exit_text"], 1)
     assert "FAIL  options computed: the provider raised SystemExit" in out
-    assert out.splitlines()[-1] == "1 of 12 checks failed."
+    assert out.splitlines()[-1] == f"1 of {len(CHECK_NAMES)} checks failed."
     show = json_of(doctors["exit_show"], "show", 1)
     assert show["error"]["type"] == "SystemExit"
     assert show["options"] is None
@@ -491,7 +497,7 @@ def test_flags_are_well_formed_only_if_g_plus_plus_gets_them_as_meant(
     """A response file, and a library dir whose real path has a space: neither is what the
     provider wrote reaching g++ as one argument. No probe is built with them."""
     rsp = checks_of(json_of(doctors["response_file"], "doctor", 1))
-    assert [check["status"] for check in rsp.values()][3:] == ["pass", "fail"] + ["skip"] * 7
+    assert [check["status"] for check in rsp.values()][4:] == ["pass", "fail"] + ["skip"] * 8
     [problem] = rsp["flags"]["problems"]
     assert problem["cause"].startswith(
         f"definitions[1] = '@{site}/clidev_sdk/rsp' reaches g++ as the argument "
@@ -535,9 +541,7 @@ def test_doctor_reports_a_provider_error_with_its_fix(doctors: dict[str, Run]) -
     [problem] = checks["options"]["problems"]
     assert problem["cause"] == "RuntimeError: the clidev SDK is not set up"
     assert problem["fix"] == "run clidev-setup"
-    assert [check["status"] for check in checks.values()] == ["pass", "pass", "skip", "fail"] + [
-        "skip"
-    ] * 8
+    assert [check["status"] for check in checks.values()] == OPTIONS_FAILED
 
 
 def test_doctor_names_each_malformed_flag_of_a_given_provider(doctors: dict[str, Run]) -> None:
@@ -717,7 +721,8 @@ def test_paths_that_are_not_utf8_are_shown_escaped_and_nothing_fails(
     out = text_of(not_utf8["doctor"], 0)
     assert f"{cpp_wrapper_device_header('utfdev')} in {escaped} (" in out
     # The device's builds: no backend in the process registered a codegen for it.
-    assert out.splitlines()[-1] == f"All {len(CHECK_NAMES) - 1} checks passed; 1 skipped."
+    skipped = len(NO_BACKEND)
+    assert out.splitlines()[-1] == f"All {len(CHECK_NAMES) - skipped} checks passed; 3 skipped."
 
 
 # --- doctor --all -----------------------------------------------------------------------------
@@ -755,9 +760,9 @@ def test_doctor_all_checks_every_device_one_line_each(every_device: dict[str, Ru
     lines = out.splitlines()
     checks = len(CHECK_NAMES)
     for line in [
-        f"PASS  alldev     entry point: all {checks - 1} checks passed; 1 skipped",
+        f"PASS  alldev     entry point: all {checks - 3} checks passed; 3 skipped",
         f"FAIL  brokendev  registration: 1 of {checks + 1} checks failed: provider loads",
-        f"PASS  flagdev    registration: all {checks - 1} checks passed; 1 skipped",
+        f"PASS  flagdev    registration: all {checks - 3} checks passed; 3 skipped",
         "SKIP  npu        entry point: skipped: torch_npu is not installed (the bundled Ascend "
         "provider's device); `inductor-device-options doctor npu` checks it anyway",
         f"FAIL  otherdev   entry point: 2 of {checks} checks failed: libraries found, probe "

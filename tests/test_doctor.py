@@ -23,6 +23,7 @@ import pytest
 import released_torch_npu
 import torch
 from support import (
+    AOT_CHECKS,
     DOCTOR_CHECKS,
     aoti_device_header,
     assert_quoted,
@@ -32,24 +33,28 @@ from support import (
     torch_writes_cmake,
 )
 from test_coexistence import synthetic_cann as minimal_cann
+from torch._inductor.codegen.common import DeviceOpOverrides
 from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
+from torch._inductor.codegen.cpu_device_op_overrides import CpuDeviceOpOverrides
 
 import inductor_device_options as ido
 from inductor_device_options import ascend, cli
 from inductor_device_options.diagnose import inductor_headers as _inductor_headers
 from inductor_device_options.diagnose import module_load as _module_load
+from inductor_device_options.diagnose.aoti_weights import refusing_runtime_header
 from inductor_device_options.diagnose.checks import Check
 from inductor_device_options.diagnose.doctor import run_doctor
+from inductor_device_options.diagnose.overrides_checks import kernels_declared
 from inductor_device_options.diagnose.provider_loading import parse_provider_spec
 from inductor_device_options.lookup.registry import describe_callable
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 
 CHECK_NAMES = list(DOCTOR_CHECKS)
-# With --aot: the C++ project (tests/test_cmake_doctor.py), the runner said not checked.
-AOT_CHECKS = ["cmake_project", "aoti_runner"]
 # The C++ project's verdict for a complete SDK: torch 2.6 writes no CMake project.
 AOT_PROJECT = "pass" if torch_writes_cmake() else "skip"
+#: What doctor cannot check of a device whose backend registered no codegen (these devices).
+NO_BACKEND = dict.fromkeys(("device_asked", "overrides", "c_shim"), "skip")
 INDUCTOR_HEADER = """\
 #pragma once
 // What Inductor's generated code includes for {device} ({kind}).
@@ -58,7 +63,32 @@ INDUCTOR_HEADER = """\
 #endif
 #include <acme/acme.h>
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>
+// The C shim the generated code calls for extern kernels on the device.
+extern "C" {{
+{shim}
+}}
 """
+#: The C shim's declarations, by extern kernel.
+SHIM = {
+    "mm": "AOTITorchError aoti_torch_{device}_mm_out("
+    "AtenTensorHandle, AtenTensorHandle, AtenTensorHandle);",
+    "addmm": "AOTITorchError aoti_torch_{device}_addmm_out(AtenTensorHandle, AtenTensorHandle, "
+    "AtenTensorHandle, AtenTensorHandle, double, double);",
+    "bmm": "AOTITorchError aoti_torch_{device}_bmm_out("
+    "AtenTensorHandle, AtenTensorHandle, AtenTensorHandle);",
+}
+
+
+def write_inductor_headers(
+    include: Path, device: str, kernels: tuple[str, ...] = tuple(SHIM)
+) -> None:
+    """Every header an Inductor of 2.6 to 2.15 includes for ``device``, under ``include``,
+    declaring the C shim functions of ``kernels``."""
+    shim = "\n".join(SHIM[kernel].format(device=device) for kernel in kernels)
+    for kind, header in inductor_headers_for(device).items():
+        path = include / header
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(INDUCTOR_HEADER.format(device=device, kind=kind, shim=shim))
 
 
 class Sdk(NamedTuple):
@@ -99,10 +129,7 @@ def write_sdk(root: Path, devices: tuple[str, ...]) -> Sdk:
         '#pragma once\nextern "C" int acme_version(void);\n'
     )
     for device in devices:
-        for kind, header in inductor_headers_for(device).items():
-            path = sdk.inductor_include / header
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(INDUCTOR_HEADER.format(device=device, kind=kind))
+        write_inductor_headers(sdk.inductor_include, device)
     sdk.lib.mkdir()
     source = root / "acme_rt.c"
     source.write_text("int acme_version(void) { return 1; }\n")
@@ -158,7 +185,7 @@ def doctor(device: str, callback: object, work: Path, aot_mode: bool = False) ->
     work.mkdir(parents=True, exist_ok=True)
     with ido.testing.registered_cpp_device_options(device, callback):  # type: ignore[arg-type]
         checks = run_doctor(device, aot_mode, ido.introspection.device_options_source(device), work)
-    assert [check.name for check in checks] == CHECK_NAMES + (AOT_CHECKS if aot_mode else [])
+    assert [check.name for check in checks] == CHECK_NAMES + (list(AOT_CHECKS) if aot_mode else [])
     for check in checks:
         assert bool(check.problems) == (check.status in ("fail", "warn")), check
     return {check.name: check for check in checks}
@@ -169,16 +196,21 @@ def statuses(checks: dict[str, Check]) -> dict[str, str]:
 
 
 def all_pass(checks: dict[str, Check]) -> bool:
-    """Every check passes; which device type the builds ask for is unknown (skipped) where
-    no backend registered a wrapper codegen for the device, as for these test devices."""
+    """Every check passes; which device type the builds ask for, the overrides and the C
+    shim are unknown (skipped) where no backend registered a wrapper codegen for the device,
+    as for these test devices."""
     found = statuses(checks)
-    asked = found.pop("device_asked")
+    backend = [found.pop(name) for name in ("device_asked", "overrides", "c_shim")]
     no_codegen = "no C++ wrapper codegen is registered" in checks["device_asked"].summary
-    # With --aot: the model runner is said not to be checked without --compile; torch 2.6
-    # writes no C++ project to build.
+    # With --aot: the model runner is said not to be checked without --compile, the weights
+    # of a PrivateUse1 device are warned of where torch refuses them, and torch 2.6 writes
+    # no C++ project to build.
     assert found.pop("aoti_runner", "skip") == "skip"
+    assert found.pop("aoti_weights", "pass") in ("pass", "warn")
     assert found.pop("cmake_project", AOT_PROJECT) == AOT_PROJECT
-    return set(found.values()) == {"pass"} and (asked == "pass" or no_codegen)
+    return set(found.values()) == {"pass"} and (
+        set(backend) == {"pass"} or (no_codegen and set(backend) == {"skip"})
+    )
 
 
 # --- the headers Inductor includes --------------------------------------------------------
@@ -429,6 +461,13 @@ class _ReportingWrapper(CppWrapperCpu):
         return _ReportingWrapper()
 
 
+class _HostOverrides(CpuDeviceOpOverrides):
+    """A host-memory device's overrides: the CPU's, and the device's ATen type."""
+
+    def aten_device_type(self) -> str:
+        return "at::kPrivateUse1"
+
+
 @pytest.fixture
 def asked_backend() -> Iterator[Callable[[type[CppWrapperCpu]], None]]:
     """Registers a backend for "acmeasked" with the given wrapper codegen, as backends do."""
@@ -436,11 +475,11 @@ def asked_backend() -> Iterator[Callable[[type[CppWrapperCpu]], None]]:
     from torch._inductor.codegen.cpp import CppScheduling
     from torch._inductor.codegen.wrapper import PythonWrapperCodegen
 
-    def register(codegen: type[CppWrapperCpu]) -> None:
+    def register(codegen: type[CppWrapperCpu], overrides: object = None) -> None:
         common.register_backend_for_device(
             "acmeasked", CppScheduling, PythonWrapperCodegen, codegen
         )
-        common.register_device_op_overrides("acmeasked", common.DeviceOpOverrides())
+        common.register_device_op_overrides("acmeasked", overrides or _HostOverrides())
 
     yield register
     common.device_codegens.pop("acmeasked", None)
@@ -533,6 +572,152 @@ def test_a_codegen_that_reports_its_device_needs_the_header_torch_precompiles(
     )
 
 
+# --- what real models meet: the C shim, the overrides, the weights, a legacy door ----------
+
+
+class _NoKernelTypeOverrides(DeviceOpOverrides):
+    """Overrides written from torch's base class, without cpp_kernel_type()."""
+
+    def aten_device_type(self) -> str:
+        return "at::kPrivateUse1"
+
+
+def test_a_c_shim_without_addmm_fails_naming_the_function_and_where_to_declare_it(
+    sdk: Sdk, tmp_path: Path, asked_backend: Callable[[type[CppWrapperCpu]], None]
+) -> None:
+    asked_backend(_ReportingWrapper)
+    include = tmp_path / "no-addmm"
+    write_inductor_headers(include, "acmeasked", ("mm", "bmm"))
+    callback = provider(sdk, runpath=True, inductor_headers=False, include_dirs_first=(include,))
+    checks = doctor("acmeasked", callback, tmp_path / "work")
+    check = checks["c_shim"]
+    function = "aoti_torch_acmeasked_addmm_out"
+    assert (check.status, check.summary) == ("fail", f"1 of 3 not declared: {function}")
+    [problem] = check.problems
+    assert f"calls {function} for a Linear with bias, and nothing it includes declares it" in (
+        problem.cause
+    )
+    assert "aoti_torch_cpu_addmm_out" in problem.fix
+    assert [name for name, status in statuses(checks).items() if status == "fail"] == ["c_shim"]
+    assert_quoted("N of M not declared: F", [check.summary])
+    assert_quoted(
+        "Inductor's generated code for 'DEVICE' calls F for ..., and nothing it includes "
+        "declares it",
+        [problem.cause],
+    )
+    write_inductor_headers(include, "acmeasked")  # the whole shim
+    declared = doctor("acmeasked", callback, tmp_path / "again")["c_shim"]
+    assert declared.status == "pass", declared
+
+
+@pytest.mark.parametrize("aot_mode", [False, True], ids=["cpp_wrapper", "aot"])
+def test_overrides_without_cpp_kernel_type_fail_where_aotinductor_asks_it(
+    sdk: Sdk,
+    tmp_path: Path,
+    asked_backend: Callable[..., None],
+    aot_mode: bool,
+) -> None:
+    asked_backend(_ReportingWrapper, _NoKernelTypeOverrides())
+    checks = doctor("acmeasked", provider(sdk, runpath=True), tmp_path, aot_mode)
+    check = checks["overrides"]
+    overrides = f"{__name__}._NoKernelTypeOverrides"
+    if not aot_mode or not kernels_declared():  # cpp_wrapper builds, torch 2.6 never ask it
+        assert check.status == "pass", check
+        assert check.summary.startswith(f"{overrides}: aten_device_type() 'at::kPrivateUse1'")
+        return
+    assert (check.status, check.summary) == ("fail", f"{overrides}: cpp_kernel_type() raised")
+    [problem] = check.problems
+    assert problem.cause.startswith(
+        f"{overrides}.cpp_kernel_type() raised NotImplementedError, inherited from torch's "
+        "DeviceOpOverrides, which does not implement it: torch "
+    )
+    assert "every AOTInductor build of 'acmeasked' (CppWrapperCpu.codegen_model_kernels" in (
+        problem.cause
+    )
+    assert "CpuDeviceOpOverrides" in problem.fix
+    assert_quoted("NAME: METHOD() raised", [check.summary])
+    assert_quoted(
+        "NAME.METHOD() raised TYPE, inherited from torch's DeviceOpOverrides, which does not "
+        "implement it: torch VERSION calls it in every ... build of 'DEVICE' (...)",
+        [problem.cause],
+    )
+
+
+def test_a_legacy_wrapper_answering_cpu_with_the_device_s_options_passes_with_a_warning(
+    sdk: Sdk,
+    tmp_path: Path,
+    asked_backend: Callable[..., None],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The unmigrated openreg-derived setup: the codegen keeps "cpu", and a wrapper of
+    Inductor's function answers "cpu" with the device's options. Its builds work."""
+    from torch._inductor import cpp_builder
+
+    asked_backend(_OpenregShapedWrapper)
+    callback = provider(sdk, runpath=True)
+    below = cpp_builder.get_cpp_torch_device_options
+    added = (["USE_ACME"], [str(sdk.include), str(sdk.inductor_include)], [], [sdk.runpath()])
+    added += ([str(sdk.lib)], ["acme_rt"], [])
+
+    def legacy(device_type: str, aot_mode: bool = False, compile_only: bool = False) -> object:
+        answer = below(device_type, aot_mode, compile_only)
+        if device_type != "cpu":
+            return answer
+        return tuple([*values, *more] for values, more in zip(answer, added, strict=True))
+
+    monkeypatch.setattr(cpp_builder, "get_cpp_torch_device_options", legacy)
+    checks = doctor("acmeasked", callback, tmp_path)
+    check = checks["device_asked"]
+    assert (check.status, check.summary) == (
+        "warn",
+        "cpp_wrapper builds ask for 'cpu', answered with acmeasked's options",
+    )
+    [problem] = check.problems
+    assert f"which {__name__}.{legacy.__qualname__} answers with acmeasked's options" in (
+        problem.cause
+    )
+    assert "every 'cpu' build in the process gets acmeasked's flags too" in problem.cause
+    assert problem.fix.startswith("migrate: give 'acmeasked' its options through its own door")
+    assert problem.fix.endswith("then stop answering 'cpu'")
+    assert [name for name, status in statuses(checks).items() if status == "fail"] == []
+    assert_quoted(
+        "cpp_wrapper builds ask for 'cpu', answered with DEVICE's options", [check.summary]
+    )
+    assert_quoted(
+        "... the builds work, and every 'cpu' build in the process gets DEVICE's flags too, and "
+        "the cache keys they make ...",
+        [problem.cause],
+    )
+
+
+def test_aotinductor_weights_in_the_so_are_warned_of_where_torch_refuses_them(
+    sdk: Sdk, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torch._inductor import config
+
+    check = doctor("acmeaot", provider(sdk, runpath=True), tmp_path / "a", True)["aoti_weights"]
+    if refusing_runtime_header() is None:  # torch 2.6
+        assert check.status == "pass", check
+        assert "loads weights packaged in the .so as the model container's device" in (
+            check.summary
+        )
+        return
+    assert check.status == "warn", check
+    [problem] = check.problems
+    assert "fails to load with 'Mixed-device constants are only supported when the " in (
+        problem.cause
+    )
+    assert "'aot_inductor.package_constants_in_so': False" in problem.fix
+    assert "user_managed=True" in problem.fix
+    assert_quoted(
+        "a model with parameters fails to load with its weights in the .so (torch VERSION)",
+        [check.summary],
+    )
+    monkeypatch.setattr(config.aot_inductor, "package_constants_in_so", False)
+    check = doctor("acmeaot", provider(sdk, runpath=True), tmp_path / "b", True)["aoti_weights"]
+    assert check.status == "pass", check
+
+
 # --- shadowed headers ---------------------------------------------------------------------
 
 
@@ -560,7 +745,7 @@ def test_a_shadowed_header_warns_with_every_full_path_and_the_one_used(
         f"{sdk.include}/acme/acme.h (differs)",
     )
     assert {name: status for name, status in statuses(checks).items() if status != "pass"} == {
-        "device_asked": "skip",  # no backend registered a codegen for the device
+        **NO_BACKEND,
         "shadowed_headers": "warn",
     }
 
@@ -607,10 +792,10 @@ def test_a_library_off_the_loader_s_path_fails_naming_it_how_each_resolved_and_t
     checks = doctor("acme", provider(sdk), tmp_path)
     found = statuses(checks)
     assert [name for name, status in found.items() if status != "pass"] == [
-        "device_asked",  # no backend registered a codegen for the device
+        *NO_BACKEND,
         "probe_load",
     ]
-    assert found["device_asked"] == "skip"
+    assert {name: found[name] for name in NO_BACKEND} == NO_BACKEND
     check = checks["probe_load"]
     assert check.summary == "libacme_rt.so is not found at run time"
     [problem] = check.problems
@@ -789,11 +974,13 @@ def test_the_sample_device_passes_every_check() -> None:
         assert process.returncode == 0, f"{stdout}\n{stderr}"
         document = json.loads(stdout)
         checks = {check["name"]: check for check in document["checks"]}
-        # With --aot, whether torch has a model runner for it is said not to be checked.
+        # With --aot, whether torch has a model runner for it is said not to be checked, and
+        # the weights in the .so are warned of where torch refuses them.
+        weights = "warn" if refusing_runtime_header() else "pass"
         assert [check["status"] for check in checks.values()] == ["pass"] * len(CHECK_NAMES) + (
-            [AOT_PROJECT, "skip"] if aot else []
+            [AOT_PROJECT, weights, "skip"] if aot else []
         )
-        assert list(checks)[len(CHECK_NAMES) :] == (AOT_CHECKS if aot else [])
+        assert list(checks)[len(CHECK_NAMES) :] == (list(AOT_CHECKS) if aot else [])
         header = aoti_device_header("sampledev") if aot else cpp_wrapper_device_header("sampledev")
         assert checks["headers"]["summary"].startswith(f"{header} in ")
         if torch_asks_the_wrapper_class():

@@ -19,18 +19,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import DOCTOR_CHECKS, assert_quoted, shared_test_dir, torch_writes_cmake
+from support import AOT_CHECKS, DOCTOR_CHECKS, assert_quoted, shared_test_dir, torch_writes_cmake
 
 import inductor_device_options as ido
 from inductor_device_options._autoload import SAMPLE_DIR_ENV
 from inductor_device_options.diagnose import real_compile as _doctor_compile
+from inductor_device_options.diagnose.aoti_weights import refusing_runtime_header
 from inductor_device_options.diagnose.checks import Check
+from inductor_device_options.diagnose.raised_in import raised_in
 from inductor_device_options.introspection import DeviceOptionsSource
 from inductor_device_options.sample import RUNTIME_LIBRARY, SDK_INCLUDE_DIR
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 
 COMPILE_CHECKS = ["compile_run", "builds_asked", "options_reached"]
+# A model of the user's, as `--model MODULE:FUNCTION` takes it.
+USER_MODELS = """\
+import torch
+
+
+def small_linear():
+    layer = torch.nn.Linear(8, 4).requires_grad_(False).to("sampledev")
+    return layer, (torch.randn(3, 8).to("sampledev"),)
+"""
 
 
 @pytest.fixture(scope="module")
@@ -64,10 +75,11 @@ def by_name(document: dict[str, object]) -> dict[str, dict[str, object]]:
     return {str(check["name"]): check for check in checks}
 
 
-def test_the_sample_device_compiles_with_cpp_wrapper(compile_cache: Path) -> None:
-    document = doctor_compile(compile_cache)
+def test_the_sample_device_compiles_with_cpp_wrapper(compile_cache: Path, tmp_path: Path) -> None:
+    (tmp_path / "user_models.py").write_text(USER_MODELS)
+    document = doctor_compile(compile_cache, "--model", "user_models:small_linear", cwd=tmp_path)
     checks = by_name(document)
-    assert list(checks) == [*DOCTOR_CHECKS, *COMPILE_CHECKS]
+    assert list(checks) == [*DOCTOR_CHECKS, *COMPILE_CHECKS, "linear_model", "user_model"]
     assert {name: check["status"] for name, check in checks.items()} == dict.fromkeys(
         checks, "pass"
     ), json.dumps(document, indent=1)
@@ -79,21 +91,42 @@ def test_the_sample_device_compiles_with_cpp_wrapper(compile_cache: Path) -> Non
     reached = str(checks["options_reached"]["summary"])
     assert f"include dirs: {SDK_INCLUDE_DIR}" in reached
     assert f"libraries: {RUNTIME_LIBRARY}" in reached
+    assert str(checks["linear_model"]["summary"]).startswith(
+        "torch.compile(cpp_wrapper=True) built and ran a Linear with and without bias and a bmm "
+        "on sampledev in "
+    )
+    assert str(checks["user_model"]["summary"]).startswith(
+        "torch.compile(cpp_wrapper=True) built and ran your model user_models:small_linear on "
+    )
     # The titles docs/guides/troubleshooting.md quotes.
     titles = [str(check["title"]) for check in checks.values()]
     assert_quoted("a real compile on the device", titles)
     assert_quoted("the compile asked for the device", titles)
     assert_quoted("the options reach g++", titles)
+    assert_quoted("a model with weights and extern kernels", titles)
+    assert_quoted("your model compiles and runs", titles)
 
 
 def test_the_sample_device_compiles_loads_and_runs_with_aotinductor(compile_cache: Path) -> None:
+    """Its model with weights fails where torch refuses the weights in the .so (2.13, 2.15),
+    and doctor says the way round, which it tried."""
     document = doctor_compile(compile_cache, "--aot")
     checks = by_name(document)
-    assert list(checks) == [*DOCTOR_CHECKS, "cmake_project", *COMPILE_CHECKS, "aoti_load"]
-    assert {name: check["status"] for name, check in checks.items()} == {
-        **dict.fromkeys(checks, "pass"),
-        "cmake_project": "pass" if torch_writes_cmake() else "skip",
-    }, json.dumps(document, indent=1)
+    names = [*DOCTOR_CHECKS, *AOT_CHECKS[:2], *COMPILE_CHECKS, "aoti_load", "linear_model"]
+    assert list(checks) == names
+    refused = refusing_runtime_header() is not None
+    expected = dict.fromkeys(checks, "pass")
+    expected["cmake_project"] = "pass" if torch_writes_cmake() else "skip"
+    expected.update(aoti_weights="warn", linear_model="fail") if refused else None
+    assert {name: check["status"] for name, check in checks.items()} == expected, json.dumps(
+        document, indent=1
+    )
+    if refused:
+        [problem] = checks["linear_model"]["problems"]  # type: ignore[misc]
+        assert str(problem["fix"]).startswith(
+            "compile with inductor_configs={'aot_inductor.package_constants_in_so': False}"
+        )
+        assert_quoted("doctor did so, and the model then loads and runs", [str(problem["fix"])])
     assert "(aot_mode=True)" in str(checks["builds_asked"]["summary"])
     assert f"libraries: {RUNTIME_LIBRARY}" in str(checks["options_reached"]["summary"])
     assert "aoti_load_package loaded it and ran it on sampledev" in str(
@@ -266,8 +299,156 @@ def test_a_compile_that_does_not_finish_is_killed_with_its_process_group(
 
     monkeypatch.setattr(subprocess, "Popen", recording_popen)
     checks = _doctor_compile.compile_checks("regdev", False, SOURCE, None, tmp_path, [], timeout=1)
-    assert [check.status for check in checks] == ["fail", "skip", "skip"]
+    assert [check.status for check in checks] == ["fail", "skip", "skip", "skip"]
     assert checks[0].summary == "the compile did not finish in 1 s (killed)"
     [process] = started
     with pytest.raises(ProcessLookupError):
         os.killpg(process.pid, 0)
+
+
+def test_an_error_that_says_nothing_is_placed_where_it_was_raised_with_a_fix_for_it() -> None:
+    """What an AOTInductor build of overrides without cpp_kernel_type() raises (torch's
+    DeviceOpOverrides raises NotImplementedError with no message; Inductor wraps it)."""
+    from torch._inductor.codegen.common import DeviceOpOverrides
+
+    class RegdevOverrides(DeviceOpOverrides):
+        pass
+
+    def codegen_model_kernels() -> None:
+        try:
+            RegdevOverrides().cpp_kernel_type()
+        except NotImplementedError as error:
+            raise RuntimeError(f"NotImplementedError: {error}") from error  # as Inductor wraps
+
+    try:
+        codegen_model_kernels()
+    except RuntimeError as error:
+        place = raised_in(error)
+    assert place is not None and place["bare"], place
+    error = {"type": "RuntimeError", "message": "NotImplementedError: ", "lines": []}
+    result = recorded()
+    result["steps"][1] = {  # type: ignore[index]
+        "name": "compile",
+        "ok": False,
+        "error": {**error, "raised_in": place},
+        "seconds": 1.0,
+    }
+    check = judge(result, aot_mode=True)["compile_run"]
+    [problem] = check.problems
+    owner = f"{__name__}.{RegdevOverrides.__qualname__}"
+    assert "raised RuntimeError: NotImplementedError with no message, raised in " in (problem.cause)
+    assert "DeviceOpOverrides.cpp_kernel_type (torch/_inductor/codegen/common.py:" in problem.cause
+    assert f"which {owner} inherits, called from " in problem.cause
+    assert problem.fix.startswith(f"define cpp_kernel_type() on {owner}, returning")
+    assert_quoted(
+        "TYPE with no message, raised in F (...), which NAME inherits, called from ...",
+        [problem.cause],
+    )
+
+
+def linear_model_failed(error: dict[str, object], retried: bool | None) -> dict[str, object]:
+    """A recorded AOTInductor run whose model with weights failed, retried or not with its
+    weights out of the .so."""
+    result = recorded(questions=[question("regdev", False, aot_mode=True)])
+    steps: list[dict[str, object]] = result["steps"]  # type: ignore[assignment]
+    steps.append({"name": "load", "ok": True, "error": None, "seconds": 0.1})
+    steps.append({"name": "linear_model", "ok": False, "error": error, "seconds": 5.0})
+    if retried is not None:
+        retry = {"type": "RuntimeError", "message": "again", "lines": []}
+        entry = {"ok": retried, "error": None if retried else retry, "seconds": 5.0}
+        steps.append({"name": "linear_model_unpackaged", **entry})
+    return result
+
+
+def test_weights_the_runtime_refuses_fail_the_model_with_the_way_round_doctor_tried() -> None:
+    error = {
+        "type": "RuntimeError",
+        "message": "create_func_( &container_handle_, ...) API call failed at ...",
+        "lines": [],
+        # torch 2.13's AOTI runtime says why on stderr, which the fresh Python reads back.
+        "output": [
+            "Error: Mixed-device constants are only supported when the secondary device is "
+            "CPU. Constant 'hidden_weight' was compiled for a non-CPU device."
+        ],
+    }
+    check = judge(linear_model_failed(error, retried=True), aot_mode=True)["linear_model"]
+    assert (check.status, check.summary) == (
+        "fail",
+        "a Linear with and without bias and a bmm raised RuntimeError",
+    )
+    [problem] = check.problems
+    assert "(Error: Mixed-device constants are only supported" in problem.cause
+    assert problem.cause.endswith(
+        "; with its weights out of the .so, given with load_constants, it loads and runs"
+    )
+    assert problem.fix.endswith(": doctor did so, and the model then loads and runs")
+    assert_quoted("a Linear with and without bias and a bmm raised TYPE", [check.summary])
+    assert_quoted("doctor did so, and the model then loads and runs", [problem.fix])
+    refused = judge(linear_model_failed(error, retried=False), aot_mode=True)["linear_model"]
+    assert "with its weights out of the .so too: RuntimeError: again" in (refused.problems[0].cause)
+    assert "doctor did so" not in refused.problems[0].fix
+
+
+def test_a_c_shim_function_not_declared_is_named_in_the_cause() -> None:
+    message = (
+        "CppCompileError: C++ compile error\n...\nmodel.cpp:35:33: error: \u2018"
+        "aoti_torch_regdev_addmm_out\u2019 was not declared in this scope"
+    )
+    error = {"type": "torch._inductor.exc.InductorError", "message": message, "lines": []}
+    result = recorded(questions=[question("regdev", False)])
+    result["steps"].append(  # type: ignore[attr-defined]
+        {"name": "linear_model", "ok": False, "error": error, "seconds": 5.0}
+    )
+    check = judge(result)["linear_model"]
+    [problem] = check.problems
+    assert problem.cause.endswith(
+        "raised torch._inductor.exc.InductorError: CppCompileError: C++ compile error "
+        "(aoti_torch_regdev_addmm_out not declared)"
+    )
+    assert problem.fix.startswith("declare and define aoti_torch_regdev_addmm_out in the ")
+    assert_quoted("... raised TYPE: ... (F not declared)", [problem.cause])
+
+
+def test_builds_that_ask_for_cpu_answered_with_the_device_s_options_pass_with_a_warning() -> None:
+    questions = [question("cpu", True), question("cpu", False)]
+    door = {
+        "asked": "cpu",
+        "carried": ["definitions USE_REGDEV", "include_dirs /opt/regdev/include"],
+        "answered_by": "regdev_backend.with_regdev",
+    }
+    commands: list[dict[str, Any]] = [
+        {
+            "argv": ["g++", "a.cpp", "-DUSE_REGDEV", "-I/opt/regdev/include", "-lregdev_rt"],
+            "device_build": True,
+        }
+    ]
+    checks = judge(recorded(questions=questions, legacy_door=door, commands=commands))
+    check = checks["builds_asked"]
+    assert (check.status, check.summary) == (
+        "warn",
+        "2 builder questions for 'cpu' (aot_mode=False): 1 compiling, 1 linking, answered with "
+        "regdev's options",
+    )
+    [problem] = check.problems
+    assert "which regdev_backend.with_regdev answers with regdev's options" in problem.cause
+    assert checks["options_reached"].status == "pass", checks["options_reached"]
+    assert_quoted(
+        "N builder questions for 'cpu' (aot_mode=False): ..., answered with DEVICE's options",
+        [check.summary],
+    )
+
+
+def test_a_model_of_the_user_s_that_cannot_be_imported_fails_saying_how_to_give_it() -> None:
+    error = {"type": "ModuleNotFoundError", "message": "No module named 'mine'", "lines": []}
+    result = recorded()
+    result["steps"].append(  # type: ignore[attr-defined]
+        {"name": "user_model", "ok": False, "error": error, "seconds": 0.1}
+    )
+    judged = _doctor_compile._Judge("regdev", False, SOURCE, [], result, None, "mine:model")
+    check = {check.name: check for check in judged.checks()}["user_model"]
+    assert (check.status, check.summary) == (
+        "fail",
+        "your model mine:model raised ModuleNotFoundError",
+    )
+    assert check.problems[0].fix.startswith("make mine:model importable from the current")
+    assert_quoted("your model M:F raised TYPE", [check.summary])

@@ -71,7 +71,8 @@ def _checks(
     """Every check of the run, each handed to ``on_check`` as soon as it is done."""
     args = run.args
     if run.load_error is not None:
-        checks = provider_load_failed(run.load_error, check_names(args.aot, args.compile))
+        names = check_names(args.aot, args.compile, model=bool(args.model))
+        checks = provider_load_failed(run.load_error, names)
         for check in checks:
             on_check(check)
         return checks
@@ -90,7 +91,7 @@ def _checks(
         provider = str(args.provider[0]) if args.provider else None
         work = run.work / "compile"
         for check in real_compile.compile_checks(
-            args.device, args.aot, run.source, provider, work, checks, progress
+            args.device, args.aot, run.source, provider, work, checks, progress, model=args.model
         ):
             checks.append(check)
             on_check(check)

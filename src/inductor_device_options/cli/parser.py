@@ -104,8 +104,16 @@ def _add_doctor(commands: Commands, output: Output) -> None:
     doctor.add_argument(
         "--compile",
         action="store_true",
-        help="then a real Inductor compile of a tiny graph on DEVICE in a fresh python "
-        "(cpp_wrapper; with --aot AOTInductor, and the package loaded and run)",
+        help="then real Inductor compiles on DEVICE in a fresh python: a tiny graph, and a "
+        "model with weights and extern kernels (cpp_wrapper; with --aot AOTInductor, each "
+        "package loaded and run)",
+    )
+    doctor.add_argument(
+        "--model",
+        metavar="MODULE:FUNCTION",
+        type=_model_arg,
+        help="with --compile, then your own model: FUNCTION() returns the module and a tuple "
+        "of its inputs (MODULE importable from the current directory)",
     )
     _add_json(doctor)
     doctor.set_defaults(command=doctor_entry, parser=doctor, check_arguments=check_device_arguments)
@@ -168,11 +176,20 @@ def _provider_arg(text: str) -> ProviderSpec:
         raise argparse.ArgumentTypeError(str(error)) from error
 
 
+def _model_arg(text: str) -> str:
+    module, colon, function = text.partition(":")
+    if not colon or not module or not function:
+        raise argparse.ArgumentTypeError(f"{text!r} is not of the form MODULE:FUNCTION")
+    return text
+
+
 def check_device_arguments(args: argparse.Namespace) -> None:
     """DEVICE or --all; --provider once for DEVICE (its DEVICE= prefix, if any, the same),
     with --all any number of DEVICE=MODULE:CALLABLE."""
     parser: argparse.ArgumentParser = args.parser
     specs: list[ProviderSpec] = args.provider
+    if getattr(args, "model", None) and not getattr(args, "compile", False):
+        parser.error("argument --model: only with --compile (it compiles your model)")
     if args.all:
         if args.device is not None:
             parser.error("give DEVICE or --all, not both")

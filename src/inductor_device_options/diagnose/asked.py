@@ -9,8 +9,7 @@ graph's device (``AotCodeCompiler.compile(device_type=graph.device_type)``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from ..lookup.registry import describe_callable
 
@@ -110,23 +109,11 @@ def asked_device_type(device_type: str, aot_mode: bool) -> AskedDevice:
 def _reported_device(codegen: type) -> str:
     """The device an instance of ``codegen`` reports, created as Inductor creates it, in
     a stand-in graph of its own."""
-    import torch.fx
-    from torch._inductor.graph import GraphLowering
-    from torch._inductor.virtualized import V
+    from .generated_code import stand_in_wrapper
 
-    graph = GraphLowering(torch.fx.symbolic_trace(_identity), cpp_wrapper=True)
-    with V.set_graph_handler(graph):
-        create: Callable[..., Any] = codegen.create  # type: ignore[attr-defined]
-        try:
-            wrapper = create(False, None, None, None)
-        except TypeError:  # torch 2.6: no partition signatures
-            wrapper = create(False, None, None)
-    device = getattr(wrapper, "device", "cpu")
+    with stand_in_wrapper(codegen) as wrapper:
+        device = getattr(wrapper, "device", "cpu")
     return device if isinstance(device, str) else str(device)
-
-
-def _identity(x: object) -> object:
-    return x
 
 
 def precompiled_header(device_type: str, aot_mode: bool) -> str | None:

@@ -34,39 +34,56 @@ CHECKS: dict[str, str] = {
     "hook": "options reach Inductor",
     "torch_hooks": "torch 2.15's hooks the backend uses",
     "device_asked": "builds ask for the device",
+    "overrides": "DeviceOpOverrides answer what torch asks",
     "options": "options computed",
     "flags": "flags well formed",
     "include_dirs": "include dirs exist",
     "headers": "Inductor's device headers found",
+    "c_shim": "C shim functions declared",
     "shadowed_headers": "no shadowed headers",
     "libraries": "libraries found",
     "cache_keys": "the SDK identity keys Inductor's caches",
     "probe_build": "probe compiles and links",
     "probe_load": "probe loads",
-    # With --aot (cmake_checks.py).
+    # With --aot only (cmake_checks.py, aoti_weights.py).
     "cmake_project": "the C++ project builds with cmake",
+    "aoti_weights": "AOTInductor weights load",
     # With --aot and without --compile: always a SKIP that says so.
     "aoti_runner": "AOTInductor model runner",
-    # doctor --compile (real_compile.py); aoti_load with --aot only.
+    # doctor --compile (real_compile.py, model_checks.py); aoti_load with --aot only,
+    # user_model with --model only.
     "compile_run": "a real compile on the device",
     "builds_asked": "the compile asked for the device",
     "options_reached": "the options reach g++",
     "aoti_load": "the AOTInductor package loads and runs",
+    "linear_model": "a model with weights and extern kernels",
+    "user_model": "your model compiles and runs",
 }
 
-#: The checks ``doctor --compile`` adds after the static ones (``aoti_load``: with --aot).
-COMPILE_CHECKS = ("compile_run", "builds_asked", "options_reached", "aoti_load")
+#: The checks ``doctor --compile`` adds after the static ones (``aoti_load``: with --aot;
+#: ``user_model``: with --model).
+COMPILE_CHECKS = (
+    "compile_run",
+    "builds_asked",
+    "options_reached",
+    "aoti_load",
+    "linear_model",
+    "user_model",
+)
 
 
-def check_names(aot_mode: bool, compile: bool) -> list[str]:
+def check_names(aot_mode: bool, compile: bool, model: bool = False) -> list[str]:
     """The checks a doctor run makes, in order ("provider" only when it fails)."""
     names = [name for name in CHECKS if name != "provider" and name not in COMPILE_CHECKS]
     if not aot_mode:
         names.remove("cmake_project")
+        names.remove("aoti_weights")
     if not aot_mode or compile:
         names.remove("aoti_runner")
     if compile:
-        names += [name for name in COMPILE_CHECKS if aot_mode or name != "aoti_load"]
+        skipped = {"aoti_load"} if not aot_mode else set()
+        skipped |= {"user_model"} if not model else set()
+        names += [name for name in COMPILE_CHECKS if name not in skipped]
     return names
 
 

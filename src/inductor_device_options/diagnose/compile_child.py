@@ -18,16 +18,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .compile_models import run_models
+from .raised_in import raised_in
+
 Json = dict[str, Any]
 
 
 def child_main(argv: Sequence[str]) -> int:
     """In the fresh Python (torch imported): compile, record, write the result file."""
-    device, mode, provider, result_path, work = argv
+    device, mode, provider, result_path, work, model = argv
     result: Json = {"questions": [], "commands": [], "steps": [], "options": []}
-    result.update(codegen=None, recording=None)
+    result.update(codegen=None, recording=None, legacy_door=None)
     try:
-        _child(device, mode == "aot", provider or None, Path(work), result)
+        _child(device, mode == "aot", provider or None, Path(work), result, model or None)
     finally:
         Path(result_path).write_text(json.dumps(result))
     return 0
@@ -46,12 +49,15 @@ def _step(result: Json, name: str, run: Callable[[], object]) -> bool:
         kind = type(caught)
         kind_name = f"{kind.__module__}.{kind.__qualname__}".removeprefix("builtins.")
         error = {"type": kind_name, "message": str(caught)[:20000], "lines": tail}
+        error["raised_in"] = raised_in(caught)
     seconds = time.perf_counter() - started
     result["steps"].append({"name": name, "ok": error is None, "error": error, "seconds": seconds})
     return error is None
 
 
-def _child(device: str, aot_mode: bool, provider: str | None, work: Path, result: Json) -> None:
+def _child(
+    device: str, aot_mode: bool, provider: str | None, work: Path, result: Json, model: str | None
+) -> None:
     if not _step(result, "setup", lambda: _setup(device, provider)):
         return
     _record_options(device, aot_mode, result)
@@ -60,7 +66,29 @@ def _child(device: str, aot_mode: bool, provider: str | None, work: Path, result
     sys.addaudithook(_auditor(device, result))  # for good: the process ends after the compile
     if _step(result, "compile", compile_run[aot_mode]) and aot_mode:
         _step(result, "load", load)
+    run_models(device, aot_mode, work, model, result, _step)
     result["codegen"] = _codegen(device)
+    result["legacy_door"] = _legacy_door(device, aot_mode, result)
+
+
+def _legacy_door(device: str, aot_mode: bool, result: Json) -> Json | None:
+    """The device type asked instead of the device, when its answer carried the device's
+    options (``legacy_door``)."""
+    from .legacy_door import legacy_door
+
+    questions: list[Json] = result["questions"]
+    asked = {q["device_type"].partition(":")[0] for q in questions}
+    recorded = len(questions)
+    try:
+        for other in sorted(asked - {device}) if device not in asked else ():
+            door = legacy_door(device, other, aot_mode)
+            if door is not None:
+                return door._asdict()
+    except Exception:  # the static checks report a provider that raises
+        pass
+    finally:
+        del questions[recorded:]  # its own questions are not the compile's
+    return None
 
 
 def _setup(device: str, provider: str | None) -> None:

@@ -2,9 +2,9 @@
 handed on as soon as it is done; and the run of a ``--provider`` that cannot be loaded.
 Computes only: ``cli/`` prints.
 
-The checks themselves are in ``hook_checks``, ``torch_hook_checks``, ``options_checks``,
-``path_checks``, ``header_checks``, ``cache_key_checks``, ``probe_checks`` and
-``cmake_checks``; what a check is, in ``checks``.
+The checks themselves are in ``hook_checks``, ``torch_hook_checks``, ``overrides_checks``,
+``options_checks``, ``path_checks``, ``header_checks``, ``shim_checks``, ``cache_key_checks``,
+``probe_checks``, ``cmake_checks`` and ``aoti_weights``; what a check is, in ``checks``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .._errors import ProviderLoadError
 from ..introspection import DeviceOptionsSource
+from .aoti_weights import check_aoti_weights
 from .backend_init_run import BackendInit, run_backend_init
 from .cache_key_checks import check_cache_keys
 from .checks import COMPILE_CHECKS, Check, Context, Problem, check, check_names
@@ -22,9 +23,11 @@ from .header_checks import check_headers, check_shadowed_headers
 from .hook_checks import check_device_asked, check_hook
 from .module_load import FreshPython
 from .options_checks import check_flags, check_options
+from .overrides_checks import check_overrides
 from .path_checks import check_include_dirs, check_libraries
 from .probe import Progress, write_probe_source
 from .probe_checks import check_probe_build, check_probe_load
+from .shim_checks import check_c_shim
 from .text import message_and_fix
 from .torch_hook_checks import check_torch_hooks
 
@@ -59,10 +62,12 @@ def run_doctor(
         check_hook,
         check_torch_hooks,
         check_device_asked,
+        check_overrides,
         check_options,
         check_flags,
         check_include_dirs,
         lambda context: check_headers(context, progress),
+        lambda context: check_c_shim(context, progress),
         check_shadowed_headers,
         check_libraries,
         check_cache_keys,
@@ -71,6 +76,7 @@ def run_doctor(
     ]
     if aot_mode:
         steps.append(lambda context: check_cmake_project(context, progress))
+        steps.append(check_aoti_weights)
     if aot_mode and not compile:
         steps.append(_aoti_runner_not_checked)
     with loader or FreshPython() as context.loader:

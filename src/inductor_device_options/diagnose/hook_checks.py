@@ -12,6 +12,7 @@ from ..introspection import hook_state
 from ..options.model import FIELDS, CppDeviceOptions
 from .asked import asked_device_type
 from .checks import Check, Context, Problem, check
+from .legacy_door import LegacyDoor, legacy_door
 from .text import error_line, located
 
 #: The fix for a wrapper codegen class that fails when asked.
@@ -114,6 +115,14 @@ def check_device_asked(context: Context) -> Check:
     if not asked.mismatch:
         return check(name, "pass", asked.describe())
     assert asked.codegen is not None  # only a codegen reports another device
+    door = _legacy_door(context, asked.asked)
+    if door is not None:
+        return check(
+            name,
+            "warn",
+            f"cpp_wrapper builds ask for {asked.asked!r}, answered with {device}'s options",
+            legacy_door_problem(device, asked.reason, door, asked.codegen),
+        )
     return check(
         name,
         "fail",
@@ -124,4 +133,25 @@ def check_device_asked(context: Context) -> Check:
             f"{device!r} are never consulted",
             not_asked_fix(device, asked.codegen),
         ),
+    )
+
+
+def _legacy_door(context: Context, asked: str) -> LegacyDoor | None:
+    try:
+        return legacy_door(context.device_type, asked, context.aot_mode)
+    except Exception:  # the options check reports a provider that raises
+        return None
+
+
+def legacy_door_problem(device: str, reason: str, door: LegacyDoor, codegen: str) -> Problem:
+    """The warning of a legacy door: what it costs, and the way out of it."""
+    return Problem(
+        f"{reason}, and Inductor builds the C++ wrapper of a {device!r} graph with "
+        f"CppTorchDeviceOptions(device_type={door.asked!r}), which {door.answered_by} answers "
+        f"with {device}'s options ({door.few()}): the builds work, and every {door.asked!r} "
+        f"build in the process gets {device}'s flags too, and the cache keys they make "
+        "(kernels, precompiled headers)",
+        f"migrate: give {device!r} its options through its own door "
+        f"(inductor_device_options.register_cpp_device_options({device!r}, ...) or an entry "
+        f"point); {not_asked_fix(device, codegen)}; then stop answering {door.asked!r}",
     )

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -27,9 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from ..introspection import DeviceOptionsSource
-from .checks import CHECKS, Check, Problem, Status
+from .checks import Check
+from .compile_words import NOT_RUN as _NOT_RUN
+from .compile_words import compile_check as _check
+from .compile_words import error_cause
+from .compile_words import first_line as _first_line
+from .compile_words import relevant as _relevant
 from .header_checks import is_torch_dir as _is_torch_dir
-from .text import RELEVANT as _RELEVANT
+from .model_checks import door_check, model_checks
 from .text import plural as _plural
 from .text import shorten as _shorten
 
@@ -52,22 +56,24 @@ def compile_checks(
     static: Sequence[Check],
     progress: Callable[[str], Callable[[], None]] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
+    model: str | None = None,
 ) -> list[Check]:
-    """Run the compile in a fresh Python and judge it: the checks after ``static``."""
+    """Run the compile in a fresh Python and judge it: the checks after ``static``
+    (``model``: the user's ``MODULE:FUNCTION``, compiled last)."""
     work.mkdir(parents=True, exist_ok=True)
     mode = "AOTInductor" if aot_mode else "cpp_wrapper"
     message = f"compiling {GRAPH} on {device} ({mode}) in a fresh python ..."
     done = progress(message) if progress else None
     try:
-        result, failure = _run_child(device, aot_mode, provider, work, timeout)
+        result, failure = _run_child(device, aot_mode, provider, work, timeout, model)
     finally:
         if done is not None:
             done()
-    return _Judge(device, aot_mode, source, static, result, failure).checks()
+    return _Judge(device, aot_mode, source, static, result, failure, model).checks()
 
 
 def _run_child(
-    device: str, aot_mode: bool, provider: str | None, work: Path, timeout: float
+    device: str, aot_mode: bool, provider: str | None, work: Path, timeout: float, model: str | None
 ) -> tuple[Json | None, tuple[str, list[str]] | None]:
     """The child's result, or None and why there is none (with its last output lines)."""
     result_path, log_path = work / "compile-result.json", work / "compile-output.log"
@@ -75,7 +81,7 @@ def _run_child(
     env = {**os.environ, "TORCHINDUCTOR_COMPILE_THREADS": "1"}
     env.pop("TORCHINDUCTOR_FX_COMPILE_MODE", None)
     argv = [sys.executable, "-c", _BOOT, device, "aot" if aot_mode else "jit"]
-    argv += [provider or "", str(result_path), str(work)]
+    argv += [provider or "", str(result_path), str(work), model or ""]
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             argv,
@@ -110,14 +116,6 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 # --- judging --------------------------------------------------------------------------------
 
 
-def _check(
-    name: str, status: Status, summary: str, *problem: str, details: Sequence[str] = ()
-) -> Check:
-    """A check; with ``problem`` (cause, fix), its one problem."""
-    problems = (Problem(problem[0], problem[1], tuple(details)),) if problem else ()
-    return Check(name, CHECKS[name], status, summary, problems)
-
-
 class _Judge:
     def __init__(
         self,
@@ -127,8 +125,9 @@ class _Judge:
         static: Sequence[Check],
         result: Json | None,
         failure: tuple[str, list[str]] | None,
+        model: str | None = None,
     ):
-        self.device, self.aot_mode, self.source = device, aot_mode, source
+        self.device, self.aot_mode, self.source, self.model = device, aot_mode, source, model
         self.static, self.result, self.failure = static, result, failure
         self.steps: dict[str, Json] = {s["name"]: s for s in (result or {}).get("steps", [])}
         self.show = f"`inductor-device-options show {device}{' --aot' if aot_mode else ''}`"
@@ -139,9 +138,13 @@ class _Judge:
     def checks(self) -> list[Check]:
         asked = self.builds_asked()
         reached = self.options_reached(asked)
-        return [self.compile_run(asked, reached), asked, reached] + (
-            [self.aoti_load()] if self.aot_mode else []
-        )
+        return [
+            self.compile_run(asked, reached),
+            asked,
+            reached,
+            *([self.aoti_load()] if self.aot_mode else []),
+            *model_checks(self, self._fix(asked, reached)),
+        ]
 
     def compile_run(self, asked: Check, reached: Check) -> Check:
         mode = "AOTInductor" if self.aot_mode else "cpp_wrapper"
@@ -157,13 +160,13 @@ class _Judge:
                 summary = f"{what} raised {error['type']}"
                 if error["type"] == "AssertionError" and name == "compile":
                     summary = "the result differs from the CPU's"
+                cause, fix = error_cause(error, self._fix(asked, reached), self.device)
                 return _check(
                     "compile_run",
                     "fail",
                     summary,
-                    f"{what} on {self.device} ({mode}) in a fresh python raised "
-                    f"{error['type']}: {_first_line(error)}",
-                    self._fix(asked, reached),
+                    f"{what} on {self.device} ({mode}) in a fresh python raised {cause}",
+                    fix,
                     details=_relevant(error),
                 )
         seconds = self.steps["compile"]["seconds"]
@@ -189,11 +192,14 @@ class _Judge:
         return f"{self.show} prints the options and the commands Inductor runs"
 
     def mine(self) -> list[Json]:
-        """The questions for the device, in the mode of the compile."""
+        """The questions for the device (or the type a legacy door answers for it), in the
+        mode of the compile."""
+        door = (self.result or {}).get("legacy_door")
+        asked = door["asked"] if door else self.device
         return [
             q
             for q in (self.result or {}).get("questions", [])
-            if q["device_type"].partition(":")[0] == self.device and q["aot_mode"] == self.aot_mode
+            if q["device_type"].partition(":")[0] == asked and q["aot_mode"] == self.aot_mode
         ]
 
     def builds_asked(self) -> Check:
@@ -207,8 +213,11 @@ class _Judge:
         if mine := self.mine():
             kinds = Counter("compiling" if q["compile_only"] else "linking" for q in mine)
             parts = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
-            summary = f"{_plural(len(mine), 'builder question')} for {self.device!r} "
+            asked = mine[0]["device_type"].partition(":")[0]
+            summary = f"{_plural(len(mine), 'builder question')} for {asked!r} "
             summary += f"(aot_mode={self.aot_mode}): {parts}"
+            if door := self.result.get("legacy_door"):
+                return door_check(self.device, door, self.result.get("codegen"), summary)
             return _check("builds_asked", "pass", summary)
         if not questions and not self.ok("compile"):
             return _check("builds_asked", "skip", "skipped: the compile stopped before any build")
@@ -234,7 +243,7 @@ class _Judge:
         )
 
     def options_reached(self, asked: Check) -> Check:
-        if asked.status != "pass" or self.result is None:
+        if asked.status == "fail" or asked.status == "skip" or self.result is None:
             return _check("options_reached", "skip", f"skipped: {asked.title} did not pass")
         commands = [c["argv"] for c in self.result["commands"] if c["device_build"]]
         if not commands:
@@ -307,13 +316,6 @@ class _Judge:
         )
 
 
-_NOT_RUN: Json = {"type": "nothing", "message": "not run", "lines": []}
-
-
-def _first_line(error: Json) -> str:
-    return _shorten((str(error["message"]).strip().splitlines() or [""])[0], 400)
-
-
 _KINDS = {"-I": "include dirs", "-D": "definitions", "-l": "libraries"}
 
 
@@ -362,22 +364,6 @@ def _few(values: Sequence[str], shown: int = 3) -> str:
         return "none"
     more = f" and {len(values) - shown} more" if len(values) > shown else ""
     return ", ".join(values[:shown]) + more
-
-
-# What torch appends to a compile error: advice, not the error.
-_TORCH_HINT = re.compile(r"suppress_errors|TORCHDYNAMO_VERBOSE|TORCH_LOGS|TORCH_TRACE")
-
-
-def _relevant(error: Json) -> list[str]:
-    lines = [
-        line.rstrip()
-        for line in str(error["message"]).splitlines()
-        if line.strip() and not _TORCH_HINT.search(line)
-    ]
-    relevant = [line for line in lines if _RELEVANT.search(line)] or lines[-6:]
-    if not relevant:
-        relevant = list(error.get("lines", []))[-6:]
-    return [_shorten(line) for line in relevant[:6]]
 
 
 def _times(count: int) -> str:

@@ -31,6 +31,20 @@ SDK's ``regdev/runtime.h``. Its C++ extension (csrc/regdev.cpp) is built with
     ``1`` (default) or ``0``: whether setup() registers the AOTInductor model runner for
     "regdev" (``torch.ops.regdev.register_aoti_runner()``); without it ``aoti_load_package``
     fails with ``Unsupported device key found: regdev``.
+``REGDEV_C_SHIM``
+    ``full`` (default) or ``no_addmm``: the SDK's C shim (``regdev/c_shim.h``, which the
+    device headers include) declares ``aoti_torch_regdev_{mm,addmm,bmm}_out``, or all but
+    ``addmm``, as an SDK that never implemented it would.
+``REGDEV_OVERRIDES``
+    ``full`` (default) or ``no_cpp_kernel_type``: whether the device's ``DeviceOpOverrides``
+    define ``cpp_kernel_type()`` (AOTInductor's model declares each kernel with it).
+``REGDEV_RECORD_OVERRIDES``
+    ``1``: the name of every method of the device's overrides that Inductor calls is
+    appended to ``overrides_called`` (what doctor asks them is checked against it).
+
+``REGDEV_REGISTER=legacy_wrapper`` is how unmigrated openreg-derived backends give Inductor
+their options: a wrapper assigned to ``cpp_builder.get_cpp_torch_device_options`` that adds
+them for "regdev" and for "cpu" (what the builds of a wrapper left at "cpu" ask for).
 """
 
 from __future__ import annotations
@@ -54,6 +68,12 @@ ENV_CODEGEN_DEVICE = "REGDEV_CODEGEN_DEVICE"
 ENV_SHIP_WRAPPER_HEADER = "REGDEV_SHIP_WRAPPER_HEADER"
 ENV_REGISTER = "REGDEV_REGISTER"
 ENV_AOTI_RUNNER = "REGDEV_AOTI_RUNNER"
+ENV_C_SHIM = "REGDEV_C_SHIM"
+ENV_OVERRIDES = "REGDEV_OVERRIDES"
+ENV_RECORD_OVERRIDES = "REGDEV_RECORD_OVERRIDES"
+
+#: With REGDEV_RECORD_OVERRIDES=1: the methods of the overrides called, in order.
+overrides_called: list[str] = []
 
 RUNTIME_HEADER = """\
 /* The regdev runtime (libregdev_runtime.so). */
@@ -74,11 +94,73 @@ RUNTIME_SOURCE = """\
 extern "C" int regdev_runtime_version(void) { return 1; }
 """
 
+# The C shim: what the generated code calls for an extern kernel on regdev (torch 2.6: of a
+# wrapper that reports "regdev"), aoti_torch_regdev_<op> (CppWrapperCpu.get_c_shim_func_name).
+# regdev memory is host memory: each runs torch's CPU shim on CPU tensors over that memory.
+C_SHIM_HEADER = """\
+// The regdev C shim{variant}.
+#pragma once
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
+#include <torch/csrc/inductor/aoti_torch/generated/c_shim_cpu.h>
+
+namespace regdev_shim {{
+// A CPU tensor over the memory of a regdev (or CPU) tensor, deleted with the holder.
+struct HostAlias {{
+  AtenTensorHandle handle = nullptr;
+  explicit HostAlias(AtenTensorHandle tensor) {{
+    void* data = nullptr;
+    int64_t dim = 0;
+    int64_t* sizes = nullptr;
+    int64_t* strides = nullptr;
+    int32_t dtype = 0;
+    if (aoti_torch_get_data_ptr(tensor, &data) || aoti_torch_get_dim(tensor, &dim) ||
+        aoti_torch_get_sizes(tensor, &sizes) || aoti_torch_get_strides(tensor, &strides) ||
+        aoti_torch_get_dtype(tensor, &dtype)) {{
+      return;
+    }}
+    aoti_torch_create_tensor_from_blob(
+        data, dim, sizes, strides, 0, dtype, aoti_torch_device_type_cpu(), 0, &handle);
+  }}
+  ~HostAlias() {{
+    if (handle != nullptr) {{
+      aoti_torch_delete_tensor_object(handle);
+    }}
+  }}
+}};
+}}  // namespace regdev_shim
+
+extern "C" {{
+inline AOTITorchError aoti_torch_regdev_mm_out(
+    AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2) {{
+  regdev_shim::HostAlias o(out), a(self), b(mat2);
+  return aoti_torch_cpu_mm_out(o.handle, a.handle, b.handle);
+}}
+{addmm}
+inline AOTITorchError aoti_torch_regdev_bmm_out(
+    AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2) {{
+  regdev_shim::HostAlias o(out), a(self), b(mat2);
+  return aoti_torch_cpu_bmm_out(o.handle, a.handle, b.handle);
+}}
+}}  // extern "C"
+"""
+ADDMM_SHIM = """\
+inline AOTITorchError aoti_torch_regdev_addmm_out(
+    AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat1, AtenTensorHandle mat2,
+    double beta, double alpha) {
+  regdev_shim::HostAlias o(out), s(self), a(mat1), b(mat2);
+  return aoti_torch_cpu_addmm_out(o.handle, s.handle, a.handle, b.handle, beta, alpha);
+}"""
+C_SHIMS = {
+    "full": C_SHIM_HEADER.format(variant="", addmm=ADDMM_SHIM),
+    "no_addmm": C_SHIM_HEADER.format(variant=", without addmm", addmm=""),
+}
+
 # What the generated code needs for regdev on top of torch's CPU headers. Nothing names the
-# device "regdev" in it: the device mapping below makes codegen_device name it privateuse1
-# (cached_torch_device_type_privateuse1), which torch's shim knows.
+# device "regdev" in it but the C shim: the device mapping below makes codegen_device name it
+# privateuse1 (cached_torch_device_type_privateuse1), which torch's shim knows.
 DEVICE_HEADER_BODY = """\
 #include <regdev/runtime.h>
+#include <regdev/c_shim.h>
 
 // The module needs the runtime: a reference the loader must resolve (through the runpath).
 [[maybe_unused]] static const int regdev_runtime_linked_version = regdev_runtime_version();
@@ -90,6 +172,11 @@ DEVICE_HEADER_BODY = """\
 
 def sdk_dir(build_dir: Path) -> Path:
     return build_dir / "sdk"
+
+
+def c_shim_include_dir(build_dir: Path, variant: str) -> Path:
+    """The include dir holding ``regdev/c_shim.h`` of one variant (full, no_addmm)."""
+    return sdk_dir(build_dir) / f"shim-{variant}"
 
 
 def inductor_include_dir(build_dir: Path) -> Path:
@@ -142,6 +229,8 @@ def build_sdk(build_dir: Path) -> None:
     sdk = sdk_dir(build_dir)
     _write(sdk / "include" / "regdev" / "runtime.h", RUNTIME_HEADER)
     _write(sdk / "src" / "regdev_runtime.cpp", RUNTIME_SOURCE)
+    for variant, header in C_SHIMS.items():
+        _write(c_shim_include_dir(build_dir, variant) / "regdev" / "c_shim.h", header)
     library = sdk / "lib" / f"lib{RUNTIME_LIBRARY}.so"
     stamp = library.with_suffix(".so.source")
     if not (library.is_file() and stamp.is_file() and stamp.read_text() == RUNTIME_SOURCE):
@@ -205,19 +294,28 @@ def build(build_dir: str | os.PathLike[str] | None = None) -> Path:
 # --- the C++ options ---------------------------------------------------------------------
 
 
+def options_added() -> tuple[list[str], ...]:
+    """What regdev adds to torch's defaults, field by field (CppDeviceOptions order)."""
+    build_dir = Path(os.environ[ENV_BUILD_DIR]).resolve()
+    lib_dir = str(sdk_dir(build_dir) / "lib")
+    include_dirs = [str(sdk_dir(build_dir) / "include")]
+    variant = os.environ.get(ENV_C_SHIM, "full")
+    if variant not in C_SHIMS:
+        raise ValueError(f"{ENV_C_SHIM}={variant!r}: expected one of {', '.join(C_SHIMS)}")
+    include_dirs.append(str(c_shim_include_dir(build_dir, variant)))
+    if os.environ.get(ENV_SHIP_WRAPPER_HEADER, "1") == "1":
+        include_dirs.append(str(inductor_include_dir(build_dir)))
+    # The runpath, as inductor_device_options.runpath(lib_dir) gives it (lib_dir is real).
+    ldflags = [f"Wl,-rpath,{lib_dir}"]
+    return [MACRO], include_dirs, [], ldflags, [lib_dir], [RUNTIME_LIBRARY], []
+
+
 def cpp_device_options(device_type: str, aot_mode: bool, compile_only: bool) -> Any:
     import inductor_device_options as ido
 
-    build_dir = Path(os.environ[ENV_BUILD_DIR]).resolve()
-    lib_dir = str(sdk_dir(build_dir) / "lib")
     options = ido.default_cpp_device_options(device_type, aot_mode, compile_only)
-    options.definitions.append(MACRO)
-    options.include_dirs.append(str(sdk_dir(build_dir) / "include"))
-    if os.environ.get(ENV_SHIP_WRAPPER_HEADER, "1") == "1":
-        options.include_dirs.append(str(inductor_include_dir(build_dir)))
-    options.libraries_dirs.append(lib_dir)
-    options.libraries.append(RUNTIME_LIBRARY)
-    options.ldflags.append(ido.runpath(lib_dir))
+    for values, added in zip(options, options_added(), strict=True):
+        values.extend(added)
     return options
 
 
@@ -295,13 +393,14 @@ def _register_inductor_backend(codegen_device: str) -> None:
         def device_guard(self, device_idx: int) -> str:
             return "torch._ops.contextlib.nullcontext()"
 
-        def cpp_kernel_type(self) -> str:
-            return "void*"
-
         # torch 2.15's CppWrapperCpu.codegen_device asks this (earlier torch reads
         # cpp_utils.DEVICE_TO_ATEN, set below).
         def aten_device_type(self) -> str:
             return "at::kPrivateUse1"
+
+    class RegdevFullDeviceOpOverrides(RegdevDeviceOpOverrides):
+        def cpp_kernel_type(self) -> str:
+            return "void*"
 
     class RegdevPythonWrapperCodegen(PythonWrapperCodegen):
         """Plain torch.compile: the kernels are CPU C++ kernels, called as for CPU."""
@@ -403,7 +502,14 @@ def _register_inductor_backend(codegen_device: str) -> None:
             return False
 
     register_interface_for_device(DEVICE, RegdevDeviceInterface)
-    register_device_op_overrides(DEVICE, RegdevDeviceOpOverrides())
+    overrides = os.environ.get(ENV_OVERRIDES, "full")
+    if overrides not in ("full", "no_cpp_kernel_type"):
+        raise ValueError(f"{ENV_OVERRIDES}={overrides!r}: expected full or no_cpp_kernel_type")
+    # Without cpp_kernel_type(), the overrides inherit DeviceOpOverrides' own, which raises.
+    chosen = RegdevFullDeviceOpOverrides if overrides == "full" else RegdevDeviceOpOverrides
+    if os.environ.get(ENV_RECORD_OVERRIDES) == "1":
+        chosen = _recording(chosen)
+    register_device_op_overrides(DEVICE, chosen())
     register_backend_for_device(
         DEVICE, CppScheduling, RegdevPythonWrapperCodegen, RegdevCppWrapperCodegen
     )
@@ -412,6 +518,39 @@ def _register_inductor_backend(codegen_device: str) -> None:
     device_to_aten = getattr(cpp_utils, "DEVICE_TO_ATEN", None)
     if device_to_aten is not None:
         device_to_aten[DEVICE] = "at::kPrivateUse1"
+
+
+def _recording(overrides: type) -> type:
+    """``overrides`` that append the name of each method called to ``overrides_called``."""
+
+    class Recording(overrides):  # type: ignore[misc, valid-type]
+        def __getattribute__(self, name: str) -> Any:
+            value = super().__getattribute__(name)
+            if callable(value) and not name.startswith("_"):
+                overrides_called.append(name)
+            return value
+
+    return Recording
+
+
+def _assign_legacy_wrapper() -> None:
+    """What unmigrated openreg-derived backends do: wrap Inductor's function, and answer for
+    "cpu" too, since the builds of a wrapper codegen left at "cpu" ask for "cpu"."""
+    from torch._inductor import cpp_builder
+
+    below = cpp_builder.get_cpp_torch_device_options
+
+    def with_regdev(
+        device_type: str, aot_mode: bool = False, compile_only: bool = False, **kwargs: Any
+    ) -> Any:
+        answer = below(device_type, aot_mode, compile_only, **kwargs)
+        if device_type not in ("cpu", DEVICE):
+            return answer
+        return tuple(
+            [*values, *added] for values, added in zip(answer, options_added(), strict=True)
+        )
+
+    cpp_builder.get_cpp_torch_device_options = with_regdev
 
 
 # --- the entry point ---------------------------------------------------------------------
@@ -451,8 +590,12 @@ def setup() -> None:
         import inductor_device_options  # noqa: F401
 
         cpp_builder.register_cpp_device_options(DEVICE, cpp_device_options)
+    elif register == "legacy_wrapper":
+        _assign_legacy_wrapper()
     elif register != "none":
-        raise ValueError(f"{ENV_REGISTER}={register!r}: expected package, cpp_builder or none")
+        raise ValueError(
+            f"{ENV_REGISTER}={register!r}: expected package, cpp_builder, legacy_wrapper or none"
+        )
 
     if os.environ.get(ENV_AOTI_RUNNER, "1") == "1":
         torch.ops.regdev.register_aoti_runner()

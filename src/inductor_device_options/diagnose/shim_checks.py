@@ -1,0 +1,120 @@
+"""The check ``c_shim``: the C shim functions Inductor's generated code calls for common
+extern kernels (``mm``, ``addmm``, ``bmm``: what a ``Linear`` and a batched matrix product
+become) are declared in what that code includes, preprocessed with the device's options.
+
+Preprocessed (``-E``), not compiled: a declaration is in the preprocessed text or it is not,
+in a fraction of a second; compiling would take seconds and tell nothing more of the names.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .checks import Check, Context, Problem, check
+from .generated_code import GeneratedCode, generated_code
+from .hook_checks import FIX_CODEGEN
+from .inductor_headers import included_names
+from .probe import Progress, run_probe_command
+from .text import error_line, located, relevant_lines
+
+NAME = "c_shim"
+
+#: What makes each extern kernel, for people.
+MADE_BY = {
+    "mm": "a Linear without bias, a matrix product",
+    "addmm": "a Linear with bias",
+    "bmm": "a batched matrix product (torch.bmm, attention)",
+}
+
+
+def check_c_shim(context: Context, progress: Progress | None) -> Check:
+    """The C shim functions of ``mm``, ``addmm`` and ``bmm`` on the device, declared in
+    what the device's generated code includes."""
+    if context.unusable():
+        return context.skipped(NAME)
+    device = context.device_type
+    if context.asked is not None and context.asked.error is not None:
+        return check(NAME, "skip", "skipped: Inductor cannot create the device's codegen")
+    try:
+        code = generated_code(device, context.aot_mode)
+    except Exception as error:
+        return check(
+            NAME,
+            "fail",
+            f"asking the device's wrapper codegen raised {type(error).__name__}",
+            Problem(
+                f"what Inductor's generated code for {device!r} includes cannot be known: "
+                f"{error_line(error)}{located(error)}",
+                FIX_CODEGEN,
+            ),
+        )
+    if code is None:
+        return check(
+            NAME,
+            "skip",
+            f"skipped: no C++ wrapper codegen is registered for {device!r} in this process: "
+            "what the generated code includes is its codegen's; `inductor-device-options "
+            f"doctor {device} --compile` compiles extern kernels",
+        )
+    if not context.passed("headers"):
+        return check(NAME, "skip", "skipped: the device's headers are not found")
+    return _judged(context, code, progress)
+
+
+def _judged(context: Context, code: GeneratedCode, progress: Progress | None) -> Check:
+    precompiled = context.asked.precompiled_header if context.asked is not None else None
+    source = context.work / "inductor_c_shim.cpp"
+    source.write_text(
+        "// Written by `inductor-device-options`: what Inductor's generated code for "
+        f"{context.device_type} begins with ({code.codegen}).\n"
+        + (f"#include <{precompiled}>\n" if precompiled else "")
+        + code.header
+    )
+    target, output = run_probe_command(
+        context.device_type, context.aot_mode, source, ["-E"], progress
+    )
+    if output is not None:
+        return check(
+            NAME,
+            "fail",
+            "the generated code's header cannot be preprocessed",
+            Problem(
+                f"the preprocessor could not include what {code.codegen} writes at the top "
+                "of the generated code, with the device's options",
+                context.fix_sdk,
+                relevant_lines(output),
+            ),
+        )
+    preprocessed = target.read_text(errors="replace")
+    missing = {
+        kernel: function
+        for kernel, function in code.shim_functions.items()
+        if not re.search(rf"\b{re.escape(function)}\s*\(", preprocessed)
+    }
+    functions = list(code.shim_functions.values())
+    if not missing:
+        return check(NAME, "pass", f"{', '.join(functions)} declared")
+    summary = f"{len(missing)} of {len(functions)} not declared: {', '.join(missing.values())}"
+    return check(NAME, "fail", summary, _missing(context, code, missing))
+
+
+def _missing(context: Context, code: GeneratedCode, missing: dict[str, str]) -> Problem:
+    device = context.device_type
+    names = included_names(code.header)
+    own = [name for name in names if device in name.rpartition("/")[2]] or list(names[-1:])
+    where = f"{own[-1]}, which the generated code includes" if own else "a header it includes"
+    calls = "; ".join(f"{function} for {MADE_BY[kernel]}" for kernel, function in missing.items())
+    cause = (
+        f"Inductor's generated code for {device!r} calls {calls}, and nothing it includes "
+        f"declares {'it' if len(missing) == 1 else 'them'}: every "
+        f"{'AOTInductor' if context.aot_mode else 'cpp_wrapper'} build of such a model fails "
+        "in g++ ('... was not declared in this scope')"
+    )
+    torch_names = ", ".join(f"aoti_torch_cpu_{kernel}_out" for kernel in missing)
+    fix = (
+        f"define {', '.join(missing.values())} in the device SDK's C shim, included from "
+        f"{where}, with the signature of torch's {torch_names} "
+        "(torch/csrc/inductor/aoti_torch/generated/c_shim_cpu.h); a host-memory device can "
+        "call those on CPU tensors over the same memory"
+    )
+    return Problem(cause, fix, instances=tuple(missing.values()) if len(missing) > 1 else ())
