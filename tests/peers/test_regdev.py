@@ -680,7 +680,9 @@ DOCTOR_CASES = [
         weights=True,
     ),
     DoctorCase("D", False, {}, ("cpp_wrapper",), (), None),
-    DoctorCase("E", False, {}, ("cpp_wrapper",), (), (), ("device_asked",), ("builds_asked",)),
+    DoctorCase(
+        "E", False, {}, ("cpp_wrapper",), (), (), ("device_asked", "cache_keys"), ("builds_asked",)
+    ),
     DoctorCase("F", False, {}, ("cpp_wrapper",), ("c_shim",), ("linear_model",)),
     DoctorCase(
         "G",

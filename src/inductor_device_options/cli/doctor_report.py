@@ -18,6 +18,7 @@ from ..diagnose import real_compile
 from ..diagnose.checks import Check, Problem, check_names
 from ..diagnose.doctor import provider_load_failed, run_doctor
 from ..diagnose.probe import Progress
+from ..diagnose.torch_hook_checks import backend_registered
 from .device_command import DeviceRun, device_command, modes
 from .doctor_all import doctor_all, label
 from .output import (
@@ -27,6 +28,7 @@ from .output import (
     Output,
     Style,
     header,
+    torch_hooks_line,
     torch_hooks_lines,
 )
 
@@ -44,7 +46,9 @@ def doctor_command(run: DeviceRun) -> int:
     if text:
         print(header(style, f"doctor {args.device}", modes(args)))
         print(f"options from {run.source.kind}: {run.source.description}")
-        print("\n".join(torch_hooks_lines(style)) + "\n")
+        registered = backend_registered(args.device)
+        hooks = torch_hooks_lines(style) if registered else [torch_hooks_line(style, args.device)]
+        print("\n".join(hooks) + "\n")
 
     def on_check(check: Check) -> None:
         if text:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import collections
 import io
 import json
 import os
@@ -135,6 +136,15 @@ def torch_hooks_lines(style: Style) -> list[str]:
         f"  {paint[hook.status](f'{hook.status:<{width}}')}  {hook.name}: {hook.detail}"
         for hook in hooks
     ]
+
+
+def torch_hooks_line(style: Style, device: str) -> str:
+    """The section on torch 2.15's hooks in one line, for a device whose backend registered
+    no Inductor backend in this process: what the hooks are for is not in play."""
+    counts = collections.Counter(hook.status for hook in torch_hooks())
+    said = ", ".join(f"{count} {status}" for status, count in counts.items())
+    title = style.bold("torch 2.15's hooks:")
+    return f"{title} {said} (`show {device}` lists them)"
 
 
 def torch_hooks_document() -> list[Document]:

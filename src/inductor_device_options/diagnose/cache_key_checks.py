@@ -4,7 +4,7 @@ caches on the running torch, so that code built against one SDK never runs again
 
 from __future__ import annotations
 
-from .cache_keying import CACHES, cache_keying
+from .cache_keying import CACHES, NOT_SERVED, cache_keying
 from .checks import Check, Context, Problem, check
 
 _NAME = "cache_keys"
@@ -28,6 +28,21 @@ def check_cache_keys(context: Context) -> Check:
     summary = f"SDK identity {identity}: {', '.join(keyed)}"
     if context.aot_mode or keying.fx_graph_cache is None:
         return check(_NAME, "pass", summary)
+    if keying.fx_graph_cache == NOT_SERVED:
+        device = repr(context.device_type)
+        return check(
+            _NAME,
+            "warn",
+            f"the FX graph cache key does not hold the SDK identity {identity}",
+            Problem(
+                f"{NOT_SERVED} ({context.source.kind} {context.source.description}): a graph "
+                "compiled against another SDK (another machine's, through a remote or shared "
+                "cache) would be reused here",
+                f"serve {device} through the package's door "
+                f"(inductor_device_options.register_cpp_device_options({device}, ...) or an "
+                "entry point), which keys Inductor's caches on its SDK identity",
+            ),
+        )
     return check(
         _NAME,
         "fail",

@@ -12,6 +12,8 @@ from ..hook.cache_keys import CACHE_KEY_FIELD
 from ..hook.device_identity import device_identity, identity_device_types, keyed_as_if_usable
 from ..hook.lookups import get_cpp_device_options
 from ..hook.pt2_stamp import stamp_for
+from ..hook.serve import is_served
+from ..lookup.device_types import normalize_device_type
 from ..options.freshness import identity_in
 
 #: The caches, by JSON key, as people name them.
@@ -21,6 +23,14 @@ CACHES = {
     "aot_autograd_cache": "AOTAutograd cache",
     "pt2_stamp": ".pt2 stamp",
 }
+
+
+#: Why ``get_system()`` lacks the identity of a device whose options reach Inductor by
+#: another way than the package's sources (a replacement of Inductor's function).
+NOT_SERVED = (
+    "CacheBase.get_system() does not hold it: the package keys it on the devices it serves, "
+    "and this one gets its options from Inductor's function or a replacement of it"
+)
 
 
 class CacheKeying(NamedTuple):
@@ -87,6 +97,8 @@ def _fx_graph_key(device_type: str, identity: str | None) -> str | None:
     that compiles for the device), else why not."""
     from torch._inductor.codecache import CacheBase
 
+    if not is_served(normalize_device_type(device_type)):
+        return NOT_SERVED
     with keyed_as_if_usable(device_type):
         held = CacheBase.get_system().get(CACHE_KEY_FIELD, {})
     if isinstance(held, dict) and held.get(device_type) == identity:

@@ -17,7 +17,7 @@ from typing import NamedTuple
 from ..options.model import FIELDS
 
 #: The prefix of the definitions the package adds to a device it serves (its SDK
-#: fingerprint): its own, not the device's, so an answer for another type lacks them.
+#: identity): its own, not the device's, so an answer for another type lacks them.
 PACKAGE_DEFINITIONS = "INDUCTOR_DEVICE_OPTIONS_"
 _DIR_FIELDS = ("include_dirs", "libraries_dirs")
 

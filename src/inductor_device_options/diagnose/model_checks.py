@@ -6,7 +6,7 @@ a legacy door (the builds asked for another type, answered with the device's opt
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .aoti_weights import WORKAROUND
 from .checks import Check
@@ -15,13 +15,22 @@ from .compile_words import compile_check, error_cause, first_line, relevant, sho
 from .hook_checks import legacy_door_problem
 from .legacy_door import LegacyDoor
 
-if TYPE_CHECKING:
-    from .real_compile import _Judge
-
 Json = dict[str, Any]
 
 
-def model_checks(judge: _Judge, fix: str) -> list[Check]:
+class Judge(Protocol):
+    """What these checks read of ``real_compile``'s judge of a fresh Python's compile."""
+
+    device: str
+    aot_mode: bool
+    model: str | None
+    result: Json | None
+    steps: dict[str, Json]
+
+    def ok(self, step: str) -> bool: ...
+
+
+def model_checks(judge: Judge, fix: str) -> list[Check]:
     """``linear_model``, and ``user_model`` when ``--model`` named one."""
     checks = [_linear_model(judge, fix)]
     if judge.model is not None:
@@ -29,7 +38,7 @@ def model_checks(judge: _Judge, fix: str) -> list[Check]:
     return checks
 
 
-def _not_run(judge: _Judge, name: str) -> Check | None:
+def _not_run(judge: Judge, name: str) -> Check | None:
     if judge.result is None or not judge.ok("setup"):
         return compile_check(name, "skip", "skipped: the compile did not start")
     if name not in judge.steps:
@@ -38,7 +47,7 @@ def _not_run(judge: _Judge, name: str) -> Check | None:
     return None
 
 
-def _linear_model(judge: _Judge, fix: str) -> Check:
+def _linear_model(judge: Judge, fix: str) -> Check:
     name = "linear_model"
     if (skipped := _not_run(judge, name)) is not None:
         return skipped
@@ -57,7 +66,7 @@ def _linear_model(judge: _Judge, fix: str) -> Check:
     return _failed(judge, name, LINEAR_MODEL, error, cause, fix)
 
 
-def _user_model(judge: _Judge, fix: str) -> Check:
+def _user_model(judge: Judge, fix: str) -> Check:
     name = "user_model"
     if judge.result is None or not judge.ok("setup"):
         return compile_check(name, "skip", "skipped: the compile did not start")
@@ -78,7 +87,7 @@ def _user_model(judge: _Judge, fix: str) -> Check:
     return _failed(judge, name, what, error, cause, fix)
 
 
-def _failed(judge: _Judge, name: str, what: str, error: Json, cause: str, fix: str) -> Check:
+def _failed(judge: Judge, name: str, what: str, error: Json, cause: str, fix: str) -> Check:
     mode = "AOTInductor: packaged, loaded and run" if judge.aot_mode else "cpp_wrapper"
     return compile_check(
         name,
@@ -90,7 +99,7 @@ def _failed(judge: _Judge, name: str, what: str, error: Json, cause: str, fix: s
     )
 
 
-def _ran(judge: _Judge, what: str, step: Json, model: Json, compared: str) -> str:
+def _ran(judge: Judge, what: str, step: Json, model: Json, compared: str) -> str:
     seconds = f"in {step['seconds']:.1f} s"
     if not judge.aot_mode:
         return (

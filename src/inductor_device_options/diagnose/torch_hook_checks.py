@@ -56,13 +56,19 @@ def check_torch_hooks(context: Context) -> Check:
     return check(name, "warn", "; ".join(said), *(problem for _, problem in found))
 
 
+def backend_registered(device: str) -> bool:
+    """Whether an Inductor backend (a scheduling) is registered for ``device`` here."""
+    from torch._inductor.codegen.common import get_scheduling_for_device
+
+    return get_scheduling_for_device(device) is not None
+
+
 def _summary(device: str, backend: BackendInit | None) -> str:
     import torch
-    from torch._inductor.codegen.common import get_scheduling_for_device
 
     if backend is not None:
         return backend.describe()
-    if get_scheduling_for_device(device) is None:
+    if not backend_registered(device):
         return f"none seen: no Inductor backend is registered for {device!r} in this process"
     return f"none that torch {torch.__version__} leaves uncalled"
 
