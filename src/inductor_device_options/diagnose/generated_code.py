@@ -57,6 +57,9 @@ def _identity(x: object) -> object:
 def generated_code(device_type: str, aot_mode: bool) -> GeneratedCode | None:
     """What the registered codegen writes for ``device_type``; None where no C++ wrapper
     codegen is registered for it in this process. Raises what creating it raises."""
+    # torch._inductor.graph first: on torch 2.6, importing torch._inductor.kernel.mm before it
+    # runs into an import cycle (quantized_lowerings -> cpp_gemm_template -> kernel.mm).
+    import torch._inductor.graph  # noqa: F401
     from torch._inductor.codegen.common import get_wrapper_codegen_for_device
     from torch._inductor.kernel import bmm, mm
 
