@@ -17,8 +17,10 @@ newest on the newest Python that torch supports (``SESSION_PYTHON``), the others
 Each interpreter is looked up on ``PATH``, then among pyenv's installs.
 
 ``MATRIX_UPSTREAM=patch`` (CI sets it, for time) runs ``upstream/verify.py`` without rerunning
-the package's test suite under the patched torch. A CUDA torch takes ~6 GB per virtualenv:
-``rm -r .nox/tests-*`` when done.
+the package's test suite under the patched torch. ``MATRIX_TESTS=leg`` (CI sets it, for time)
+runs the tests marked ``leg`` (tests/matrix_legs.py), not the whole suite; each session's
+result records which it ran. A CUDA torch takes ~6 GB per virtualenv: ``rm -r .nox/tests-*``
+when done.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ SUMMARY_DIR = ROOT / ".nox" / "matrix-summary"
 DOCS_MATRIX_JSON = ROOT / "docs" / "_generated" / "matrix.json"
 DOCS_MATRIX_TABLE = ROOT / "docs" / "_generated" / "compatibility.md"
 UPSTREAM_PATCHES = ROOT / "upstream" / "pytorch"
+#: MATRIX_TESTS -> what a session runs of the suite, and the pytest arguments that select it.
+TEST_SCOPES = {"": ("suite", ()), "leg": ("leg", ("-m", "leg"))}
 
 # The machine's pip configuration may cap torch below the release a session names (and
 # PIP_CONSTRAINT= does not lift a constraint set in a config file): the matrix's own installs
@@ -249,8 +253,17 @@ def _upstream_patch_for(release: str) -> Path | None:
     return directory if directory.is_dir() else None
 
 
+def _test_scope(session: nox.Session) -> tuple[str, tuple[str, ...]]:
+    """What of the suite this session runs (MATRIX_TESTS), and pytest's arguments for it."""
+    wanted = os.environ.get("MATRIX_TESTS", "")
+    if wanted not in TEST_SCOPES:
+        session.error(f"MATRIX_TESTS={wanted!r}: expected 'leg' or nothing (the whole suite)")
+    return TEST_SCOPES[wanted]
+
+
 def _matrix(session: nox.Session, release: str) -> None:
     started = time.monotonic()
+    scope, selection = _test_scope(session)
     scratch = Path(tempfile.mkdtemp(prefix=f"ido-nox-{release}-"))
     # Inductor's caches and precompiled headers (~150 MB each) stay out of /tmp and ~.
     (scratch / "tmp").mkdir()
@@ -261,6 +274,7 @@ def _matrix(session: nox.Session, release: str) -> None:
         "release": release,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
         "commit": _commit(),
+        "test_scope": scope,
     }
     failures: list[str] = []
     try:
@@ -315,6 +329,7 @@ def _matrix(session: nox.Session, release: str) -> None:
                     "no:cacheprovider",
                     f"--junitxml={junit}",
                     "--durations=10",
+                    *selection,
                     *session.posargs,
                 )
             finally:
@@ -384,6 +399,9 @@ def _cell_tests(summary: dict[str, Any]) -> str:
     for key in ("failed", "errors", "skipped"):
         if counts[key]:
             cell += f", {counts[key]} {key}"
+    # Results from before the scope was recorded ran the whole suite.
+    if summary.get("test_scope", "suite") == "leg":
+        cell += " (CI's leg tests)"
     return cell
 
 

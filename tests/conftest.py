@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from types import FrameType
 
 import pytest
+from matrix_legs import in_leg, missing_leg_modules
 from support import SHARED_DIR_ENV, TESTS_PROCESS_ENV
 
 from inductor_device_options.demo.distributed import stop_job_processes
@@ -41,6 +42,9 @@ _jobs_started_under: dict[str, str] = {}  # the environment that marks this proc
 def pytest_configure(config: pytest.Config) -> None:
     global _session_dir, _config
     _config = config
+    config.addinivalue_line("markers", "leg: run by CI's matrix legs (tests/matrix_legs.py)")
+    if missing := missing_leg_modules():
+        raise pytest.UsageError(f"tests/matrix_legs.py names no test module: {missing}")
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     parent = os.environ.get(SHARED_DIR_ENV) if worker else None
     _session_dir = tempfile.mkdtemp(prefix="inductor-device-options-tests-", dir=parent)
@@ -58,6 +62,12 @@ def pytest_configure(config: pytest.Config) -> None:
     in_main_thread = threading.current_thread() is threading.main_thread()
     if in_main_thread and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _stop_leftover_jobs_and_die)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if in_leg(item.path):
+            item.add_marker(pytest.mark.leg)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -145,3 +145,21 @@ def test_the_benchmark_notes_name_only_rows_of_the_table(benchmarks: ModuleType)
     keys = re.findall(r"^- `(\w+)`", notes, re.MULTILINE)
     assert keys, "no notes found"
     assert set(keys) <= set(benchmarks.RESULT_KEYS), set(keys) - set(benchmarks.RESULT_KEYS)
+
+
+@pytest.mark.parametrize(
+    ("scope", "cell"),
+    [
+        (None, "5 passed, 1 skipped"),
+        ("suite", "5 passed, 1 skipped"),
+        ("leg", "5 passed, 1 skipped (CI's leg tests)"),
+    ],
+)
+def test_a_session_s_tests_cell_says_when_it_ran_the_leg_tests_only(
+    noxfile: ModuleType, scope: str | None, cell: str
+) -> None:
+    summary: dict[str, Any] = {
+        "tests": {"passed": 5, "failed": 0, "errors": 0, "skipped": 1},
+        **({"test_scope": scope} if scope else {}),
+    }
+    assert noxfile._cell_tests(summary) == cell

@@ -1,0 +1,57 @@
+"""What CI's matrix legs run: the tests marked ``leg``.
+
+CI runs the whole suite once, on torch 2.13, and on the oldest and newest releases (the
+legs, ``MATRIX_TESTS=leg``: noxfile.py) the modules below: how the package meets torch.
+They are the hook and its chain, torch's doors and the backported hooks, the options as g++
+and ld receive them, the cache keys and the .pt2 stamp, other patchers, and the sample device
+compiled, packaged, moved and built by cmake. The rest checks the package's pages and output
+formats, its layout, and the doctor's verdicts on many backends (regdev). It runs on every
+release in a whole-suite matrix session (``nox -t matrix`` without ``MATRIX_TESTS``), whose
+results docs/_generated/ records with the scope each session ran.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+#: Paths relative to tests/.
+LEG_MODULES = frozenset(
+    {
+        "test_hook.py",
+        "test_registry.py",
+        "test_resolve.py",
+        "test_asked.py",
+        "test_entry_points.py",
+        "test_options.py",
+        "test_validation_differential.py",
+        "test_injection.py",
+        "test_cache_keys.py",
+        "test_freshness.py",
+        "test_pt2_stamp.py",
+        "test_cmake.py",
+        "test_cmake_doctor.py",
+        "test_torch_hooks.py",
+        "test_coexistence.py",
+        "test_doors.py",
+        "e2e/test_extern_kernels.py",
+        "e2e/test_pt2_moves.py",
+        "e2e/test_cmake_project.py",
+        "peers/test_regdev_cmake.py",
+    }
+)
+
+
+def missing_leg_modules() -> list[str]:
+    """The names in LEG_MODULES that are no test module (renamed or removed)."""
+    return sorted(name for name in LEG_MODULES if not (TESTS_DIR / name).is_file())
+
+
+def in_leg(path: Path) -> bool:
+    """Whether the test module at ``path`` is one CI's legs run."""
+    try:
+        relative = path.resolve().relative_to(TESTS_DIR)
+    except ValueError:
+        return False
+    return relative.as_posix() in LEG_MODULES
