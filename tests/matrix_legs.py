@@ -3,7 +3,7 @@
 CI runs the whole suite once, on torch 2.13, and on the oldest and newest releases (the
 legs, ``MATRIX_TESTS=leg``: noxfile.py) the modules below: how the package meets torch.
 They are the hook and its chain, torch's doors and the backported hooks, the options as g++
-and ld receive them, the cache keys and the .pt2 stamp, other patchers, and the sample device
+and ld receive them, the cache keys and the .pt2 stamp, a fleet of machines sharing caches, other patchers, and the sample device
 compiled, packaged, moved and built by cmake. The rest checks the package's pages and output
 formats, its layout, and the doctor's verdicts on many backends (regdev). It runs on every
 release in a whole-suite matrix session (``nox -t matrix`` without ``MATRIX_TESTS``), whose
@@ -36,6 +36,7 @@ LEG_MODULES = frozenset(
         "test_coexistence.py",
         "test_doors.py",
         "e2e/test_extern_kernels.py",
+        "e2e/test_fleet.py",
         "e2e/test_pt2_moves.py",
         "e2e/test_cmake_project.py",
         "peers/test_regdev_cmake.py",
