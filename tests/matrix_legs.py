@@ -4,10 +4,11 @@ CI runs the whole suite once, on torch 2.13, and on the oldest and newest releas
 legs, ``MATRIX_TESTS=leg``: noxfile.py) the modules below: how the package meets torch.
 They are the hook and its chain, torch's doors and the backported hooks, the options as g++
 and ld receive them, the cache keys and the .pt2 stamp, a fleet of machines sharing caches,
-other patchers, and the sample device compiled, packaged, moved and built by cmake. The rest checks the package's pages and output
-formats, its layout, and the doctor's verdicts on many backends (regdev). It runs on every
-release in a whole-suite matrix session (``nox -t matrix`` without ``MATRIX_TESTS``), whose
-results docs/_generated/ records with the scope each session ran.
+other patchers, and the sample device compiled, packaged, moved and built by cmake. The rest
+checks the package's pages and output formats, its layout, and the doctor's verdicts on many
+backends (regdev). It runs on every release in a whole-suite matrix session (``nox -t
+matrix`` without ``MATRIX_TESTS``), whose results docs/_generated/ records with the scope each
+session ran.
 """
 
 from __future__ import annotations
