@@ -48,8 +48,8 @@ SUMMARY_DIR = ROOT / ".nox" / "matrix-summary"
 DOCS_MATRIX_JSON = ROOT / "docs" / "_generated" / "matrix.json"
 DOCS_MATRIX_TABLE = ROOT / "docs" / "_generated" / "compatibility.md"
 UPSTREAM_PATCHES = ROOT / "upstream" / "pytorch"
-#: MATRIX_TESTS -> what a session runs of the suite, and the pytest arguments that select it.
-TEST_SCOPES = {"": ("suite", ()), "leg": ("leg", ("-m", "leg"))}
+#: What a session runs of the suite (MATRIX_TESTS, "suite" when unset) -> pytest's arguments.
+TEST_SCOPES: dict[str, tuple[str, ...]] = {"suite": (), "leg": ("-m", "leg")}
 
 # The machine's pip configuration may cap torch below the release a session names (and
 # PIP_CONSTRAINT= does not lift a constraint set in a config file): the matrix's own installs
@@ -255,10 +255,10 @@ def _upstream_patch_for(release: str) -> Path | None:
 
 def _test_scope(session: nox.Session) -> tuple[str, tuple[str, ...]]:
     """What of the suite this session runs (MATRIX_TESTS), and pytest's arguments for it."""
-    wanted = os.environ.get("MATRIX_TESTS", "")
+    wanted = os.environ.get("MATRIX_TESTS") or "suite"
     if wanted not in TEST_SCOPES:
-        session.error(f"MATRIX_TESTS={wanted!r}: expected 'leg' or nothing (the whole suite)")
-    return TEST_SCOPES[wanted]
+        session.error(f"MATRIX_TESTS={wanted!r}: expected one of {', '.join(TEST_SCOPES)}")
+    return wanted, TEST_SCOPES[wanted]
 
 
 def _matrix(session: nox.Session, release: str) -> None:
