@@ -11,6 +11,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import check_python
@@ -153,6 +154,29 @@ def test_a_warm_process_only_stats(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         (sdk / "include" / "mydev" / "runtime.h").write_text(HEADER.format(value=9))
         assert identity_in_a_new_process(sdk) != first
         assert hashed == ["runtime.h"]
+
+
+def test_a_warm_process_lists_each_dir_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A warm memo answers from the first walk's stats, as the fingerprint of sizes and
+    times this replaced: no second walk (the memo's key must not depend on whether the
+    walk's entries are kept)."""
+    sdk = write_sdk(tmp_path / "sdk", 1, 100)
+    (sdk / "include" / "mydev" / "more.h").write_text("#pragma once\n")
+    with _settled():
+        identity_in_a_new_process(sdk)
+    listed: list[str] = []
+    real_scandir = os.scandir
+
+    def counting_scandir(path: str) -> Any:
+        listed.append(os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", counting_scandir)
+    identity_in_a_new_process(sdk)
+    include = (sdk / "include").resolve()
+    assert sorted(listed) == [str(include), str(include / "mydev")]
 
 
 def test_a_file_changed_just_now_is_not_remembered(tmp_path: Path) -> None:

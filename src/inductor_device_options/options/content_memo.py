@@ -4,7 +4,7 @@ Hashing the contents of a whole SDK (thousands of headers, libraries of tens of 
 process would make the first lookup slow. So what was hashed is kept on disk, in Inductor's
 cache dir, one memo per root (an include dir, a library's dir):
 
-* the **tree**: the digest of every entry's full ``stat`` under the root (device, inode,
+* the **tree**: the digest of every entry's ``stat`` under the root (:func:`stat_key`: inode,
   size, modification time, change time) with the content digest it gave. A process that
   finds the same stats takes the content digest as it is: it only walked and statted, as
   the fingerprint of sizes and times this replaced did;
@@ -32,13 +32,16 @@ DIGEST_SIZE = 16
 #: How recent a change may be and still be remembered (ns).
 SETTLE_NS = 2_000_000_000
 _CHUNK = 1 << 20
-_VERSION = 2
+_VERSION = 3
 
-Stat = tuple[int, int, int, int, int]  # device, inode, size, mtime_ns, ctime_ns
+Stat = tuple[int, int, int, int]  # inode, size, mtime_ns, ctime_ns
 
 
 def stat_key(status: os.stat_result) -> Stat:
-    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+    """What says a file is the one hashed before: its inode, size, modification and change
+    times. The change time is set by the kernel on every write and every change of the
+    others, and cannot be set back. (A memo is one root's, so the device adds nothing.)"""
+    return (status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
 
 
 def settled(status: os.stat_result) -> bool:
@@ -82,8 +85,8 @@ class ContentMemo:
             self._known = self._load()
         key = list(stat_key(status))
         known = self._known.get(label)
-        if isinstance(known, list) and len(known) == 6 and known[:5] == key:
-            digest = str(known[5])
+        if isinstance(known, list) and len(known) == len(key) + 1 and known[:-1] == key:
+            digest = str(known[-1])
         else:
             digest = content_digest(path)
             self._hashed = True

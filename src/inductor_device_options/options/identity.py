@@ -70,9 +70,7 @@ def _compute(
         return None
     directory = memo_dir()
     digest = hashlib.blake2b(digest_size=DIGEST_SIZE)
-    walk = BoundedWalk(roots, limit=MAX_ENTRIES, follow=lambda real: within(real, roots))
-    for index, root in enumerate(roots):
-        tree = _tree_digest(list(walk.walk(root)), root, ContentMemo(root, directory))
+    for index, tree in enumerate(_tree_digests(roots, directory)):
         digest.update(f"include dir {index} {tree}\n".encode())
     if library_files:
         entries = [_library_entry(path) for path in library_files]
@@ -81,6 +79,24 @@ def _compute(
     if own is not None:
         digest.update(f"provider {own}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
+
+
+def _walk(roots: list[str]) -> BoundedWalk:
+    return BoundedWalk(roots, limit=MAX_ENTRIES, follow=lambda real: within(real, roots))
+
+
+def _tree_digests(roots: list[str], directory: str) -> list[str]:
+    """The content digest of each root's tree. A warm memo answers from the stats alone, so
+    the first walk keeps no entries (as the fingerprint this replaced did not); where any
+    root misses, all are walked again and the entries kept, so that the stats the memo
+    remembers and the contents it pairs them with are one walk's."""
+    memos = {root: ContentMemo(root, directory) for root in roots}
+    walk = _walk(roots)
+    remembered = [memos[root].tree(_stats_digest(walk.walk(root), root)) for root in roots]
+    if all(tree is not None for tree in remembered):
+        return [tree for tree in remembered if tree is not None]
+    walk = _walk(roots)
+    return [_tree_digest(list(walk.walk(root)), root, memos[root]) for root in roots]
 
 
 def _outermost(directories: list[str]) -> list[str]:
@@ -130,20 +146,27 @@ def _digest(lines: Iterable[str]) -> str:
     ).hexdigest()
 
 
-def _stats_digest(entries: list[WalkEntry], root: str) -> str:
-    """What the memo's tree is keyed by: each file's full stat, the rest as in the digest, in
-    the walk's order (a directory listed in another order is a miss, not a wrong answer)."""
-    keys: list[tuple[object, ...]] = []
+def _stats_digest(entries: Iterable[WalkEntry], root: str) -> str:
+    """What the memo's tree is keyed by: each file's :func:`~.content_memo.stat_key`, the
+    rest as in the digest, in the walk's order (a directory listed in another order is a
+    miss, not a wrong answer)."""
+    # Flat, and stat_key's fields read inline: this runs for every file of the SDK in every
+    # process, where it is all the identity adds to the walk.
+    keys: list[object] = []
+    add = keys.extend
     for entry in entries:
         status = entry.status
         if status is not None:
-            stat = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
-            keys.append((entry.label, *stat, status.st_ctime_ns))
+            add(
+                (entry.label, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+            )
         elif entry.kind == "link":
-            keys.append((entry.label, entry.kind, _link_text(os.path.join(root, entry.label))))
+            add((entry.label, entry.kind, _link_text(os.path.join(root, entry.label))))
         else:
-            keys.append((entry.label, entry.kind, entry.errno))
-    return hashlib.blake2b(marshal.dumps(keys), digest_size=DIGEST_SIZE).hexdigest()
+            add((entry.label, entry.kind, entry.errno))
+    # Version 2: bytes by value alone. Later versions mark objects referenced more than once,
+    # so the same stats would give other bytes when the walk's entries are kept or not.
+    return hashlib.blake2b(marshal.dumps(keys, 2), digest_size=DIGEST_SIZE).hexdigest()
 
 
 def _line(entry: WalkEntry, root: str, memo: ContentMemo) -> str:
