@@ -8,7 +8,7 @@ cache dir, one memo per root (an include dir, a library's dir):
   size, modification time, change time) with the content digest it gave. A process that
   finds the same stats takes the content digest as it is: it only walked and statted, as
   the fingerprint of sizes and times this replaced did;
-* the **files**: each file's content digest by its full stat, so that where the tree
+* the **files**: each file's content digest by its stat, so that where the tree
   changed only the files whose stat changed are hashed again.
 
 A file's change time (ctime) cannot be set back: a rewritten file is always hashed again,
