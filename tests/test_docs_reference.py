@@ -1,4 +1,5 @@
-"""The reference documents every public name, and the CLI reference is the real parser's."""
+"""The reference documents every public name, the CLI reference is the real parser's, and
+the sample page's steps are the demo's."""
 
 from __future__ import annotations
 
@@ -69,3 +70,16 @@ def test_a_reexported_constant_shows_the_comment_of_the_module_that_defines_it()
         "inductor_device_options", "ENTRY_POINT_GROUP", inductor_device_options.ENTRY_POINT_GROUP
     )
     assert comment is not None and "entry point group" in " ".join(comment)
+
+
+def test_the_sample_page_numbers_the_demos_steps() -> None:
+    """The guide's numbered list has one item per step the demo prints (``[n/6]``), and
+    names the step ``--ranks`` adds."""
+    from inductor_device_options.demo.run import STEP_COUNT
+
+    page = (ROOT / "docs" / "guides" / "sample-device.md").read_text()
+    steps = page.split("It runs the whole chain, in steps:", 1)[1].split("`--ranks N`", 1)[0]
+    numbers = [int(number) for number in re.findall(r"^(\d+)\. ", steps, re.MULTILINE)]
+    assert numbers == list(range(1, STEP_COUNT + 1))
+    next_ordinal = {6: "seventh", 7: "eighth"}[STEP_COUNT]
+    assert f"`--ranks N` adds a {next_ordinal} step" in page

@@ -248,10 +248,10 @@ def test_results_that_are_not_seven_lists_of_str(result: object, detail: str) ->
     with pytest.raises(InvalidCppDeviceOptionsError, match="device 'npu' from cb") as caught:
         finish(result, device_type="npu", provider="cb")
     assert detail in str(caught.value)
-    assert "expected CppDeviceOptions or a 7-tuple of lists of str" in str(caught.value)
+    assert "expected CppDeviceOptions, or a tuple or list of 7 lists of str" in str(caught.value)
 
 
-def test_named_tuple_plain_tuple_and_tuples_of_str_are_all_accepted() -> None:
+def test_named_tuple_plain_tuple_list_and_tuples_of_str_are_all_accepted() -> None:
     lists = (["USE_NPU"], ["/opt/acme/inc"], [], [], ["/opt/acme/lib"], ["ascendcl"], ["-Wno-x"])
     expected = CppDeviceOptions(*(list(values) for values in lists))
     assert finish(lists, device_type="npu", provider="p") == expected

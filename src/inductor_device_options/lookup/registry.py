@@ -33,7 +33,7 @@ ENTRY_POINT_GROUP = "inductor_device_options"
 GUARANTEE_ENV = "INDUCTOR_DEVICE_OPTIONS_GUARANTEE"
 
 #: The provider contract: ``callback(device_type, aot_mode, compile_only)`` returns the
-#: seven lists (a :class:`CppDeviceOptions` or a 7-tuple of lists of ``str``).
+#: seven lists (a :class:`CppDeviceOptions`, or a tuple or list of seven lists of ``str``).
 CppDeviceOptionsCallback = Callable[[str, bool, bool], Any]
 
 
@@ -72,8 +72,8 @@ def register_cpp_device_options(device_type: str, callback: CppDeviceOptionsCall
             dropped). Lower-case letters and ``_``: what Inductor can ask for.
         callback: called as ``callback(device_type, aot_mode, compile_only)`` with the
             device type without index; returns the seven lists, a
-            :class:`CppDeviceOptions` or a plain 7-tuple of lists of ``str``, the complete
-            options. To extend torch's own options rather than repeat them, start from
+            :class:`CppDeviceOptions`, or a plain tuple or list of seven lists of ``str``:
+            the complete options. To extend torch's own options rather than repeat them, start from
             :func:`default_cpp_device_options`.
 
     Raises:

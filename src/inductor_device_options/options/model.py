@@ -14,7 +14,7 @@ from typing import NamedTuple
 class CppDeviceOptions(NamedTuple):
     """The seven lists ``get_cpp_torch_device_options`` returns, by name.
 
-    A provider may return it or a plain 7-tuple of lists of ``str``; the package hands
+    A provider may return it or a plain tuple or list of seven lists of ``str``; the package hands
     Inductor the plain tuple torch's function returns (:meth:`as_tuple`).
 
     Example:

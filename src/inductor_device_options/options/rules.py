@@ -32,7 +32,7 @@ from .model import FIELDS, MULTI_WORD_FIELDS, CppDeviceOptions, ValueProblem
 _LINE_BREAKING = re.compile(r"[\n\r\x00]")
 _SHARED_LIBRARY_FILE = re.compile(r"^lib(?P<name>.+?)\.(so|a|dylib)(\.\d+)*$")
 _DIRECTORY_FIELDS = ("include_dirs", "libraries_dirs")
-_EXPECTED = f"CppDeviceOptions or a 7-tuple of lists of str ({', '.join(FIELDS)})"
+_EXPECTED = f"CppDeviceOptions, or a tuple or list of 7 lists of str ({', '.join(FIELDS)})"
 
 
 def snapshot(result: object, *, device_type: str, provider: str) -> CppDeviceOptions:
@@ -105,7 +105,7 @@ def value_problems(
 
     ``checked``: options whose values were checked already; a value of ``options`` that
     stands in the same field of ``checked`` is not checked again (each value is checked
-    once per lookup: only what a later step made new is)."""
+    once in a pass of the pipeline: only what a later step made new is)."""
     problems: list[ValueProblem] = []
     for index, (field, values) in enumerate(zip(FIELDS, options, strict=True)):
         seen: Collection[str] = frozenset(checked[index]) if checked is not None else ()
