@@ -889,3 +889,21 @@ def test_a_latest_link_to_a_removed_release_says_so(base: Path) -> None:
         ascend.find_cann()
     assert f"  - {latest}: is a broken symlink to 8.0.RC2, which does not exist" in str(info.value)
     assert f"Fix: re-point {latest} at the installed CANN release" in str(info.value)
+
+
+@pytest.mark.parametrize("before", [None, "/opt/elsewhere"], ids=["unset", "set"])
+def test_a_stand_in_install_is_found_then_gone_with_the_environment_as_it_was(
+    before: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("ASCEND_HOME_PATH", "PYTORCH_NPU_INSTALL_PATH"):
+        if before is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, before)
+    with pytest.raises(RuntimeError, match="in the block"), testing.stand_in_ascend() as install:
+        assert ascend.find_cann(default_roots=()).home == install.cann
+        assert ascend.find_torch_npu().package_dir == install.torch_npu
+        raise RuntimeError("in the block")
+    assert not os.path.exists(install.cann) and not os.path.exists(install.torch_npu)
+    for name in ("ASCEND_HOME_PATH", "PYTORCH_NPU_INSTALL_PATH"):
+        assert os.environ.get(name) == before

@@ -402,14 +402,17 @@ def test_the_examples_of_the_page_run(path: Path, tmp_path: Path, clean_registry
 def test_the_examples_of_the_docstrings_run(
     path: Path, tmp_path: Path, clean_registry: None
 ) -> None:
-    """Every ``>>>`` example in the package's docstrings (which the reference shows)."""
+    """Every ``>>>`` example in the package's docstrings (which the reference shows), each
+    leaving the environment as it found it: a reader may run them in any order."""
     from inductor_device_options import ascend
 
     document = DOCSTRINGS.parse(path)
     with page_session(tmp_path):
         try:
             for example in document:
+                before = dict(os.environ)
                 example.evaluate()
+                assert dict(os.environ) == before, f"{example} changed the environment"
         finally:
             ascend.clear_cache()  # the examples' stand-in installs are removed with the page
 

@@ -1,5 +1,6 @@
-"""Helpers for a backend's tests: a registration for a ``with`` block, and the one reset of
-the package's state.
+"""Helpers for a backend's tests: a registration for a ``with`` block, the one reset of the
+package's state, and a stand-in Ascend install for tests of the Ascend provider on a machine
+without one.
 
 Example:
     >>> from inductor_device_options import get_cpp_device_options
@@ -13,7 +14,66 @@ Example:
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NamedTuple
+
 from ._state import reset
 from .lookup.registry import registered_cpp_device_options
 
-__all__ = ["registered_cpp_device_options", "reset"]
+__all__ = ["StandInAscend", "registered_cpp_device_options", "reset", "stand_in_ascend"]
+
+#: What the stand-in holds: the files the Ascend provider looks for, empty.
+_STAND_IN_FILES = (
+    "cann/include/acl/acl.h",
+    "cann/lib64/libascendcl.so",
+    "cann/lib64/libruntime.so",
+    "torch_npu/lib/libtorch_npu.so",
+)
+#: Where CANN's ``set_env.sh`` and torch_npu's install tell the Ascend provider to look.
+_STAND_IN_ENVIRONMENT = ("ASCEND_HOME_PATH", "PYTORCH_NPU_INSTALL_PATH")
+
+
+class StandInAscend(NamedTuple):
+    """A stand-in Ascend install, as :func:`stand_in_ascend` made it."""
+
+    #: The CANN release (``$ASCEND_HOME_PATH``): ``include/acl/acl.h``, and
+    #: ``lib64/libascendcl.so`` and ``lib64/libruntime.so``, empty.
+    cann: str
+    #: The torch_npu package dir (``$PYTORCH_NPU_INSTALL_PATH``): ``lib/libtorch_npu.so``.
+    torch_npu: str
+
+
+@contextmanager
+def stand_in_ascend() -> Iterator[StandInAscend]:
+    """A stand-in CANN release and torch_npu install, of empty files in a new temporary dir,
+    which ``$ASCEND_HOME_PATH`` and ``$PYTORCH_NPU_INSTALL_PATH`` name while the block runs.
+    Afterwards both variables are as they were, and the dir is removed.
+
+    Example:
+        >>> from inductor_device_options import ascend
+        >>> from inductor_device_options.testing import stand_in_ascend
+        >>> with stand_in_ascend() as install:
+        ...     ascend.find_torch_npu().package_dir == install.torch_npu
+        True
+    """
+    root = os.path.realpath(tempfile.mkdtemp(prefix="stand-in-ascend-"))
+    saved = {name: os.environ.get(name) for name in _STAND_IN_ENVIRONMENT}
+    try:
+        for name in _STAND_IN_FILES:
+            path = os.path.join(root, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            open(path, "w").close()
+        install = StandInAscend(os.path.join(root, "cann"), os.path.join(root, "torch_npu"))
+        os.environ.update(ASCEND_HOME_PATH=install.cann, PYTORCH_NPU_INSTALL_PATH=install.torch_npu)
+        yield install
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        shutil.rmtree(root, ignore_errors=True)

@@ -85,15 +85,11 @@ class CannInstall(NamedTuple):
     :func:`~inductor_device_options.ascend.find_cann` returns it.
 
     Example:
-        >>> import os, tempfile
         >>> from inductor_device_options import ascend
-        >>> home = tempfile.mkdtemp()  # a stand-in CANN release
-        >>> for name in ("include/acl/acl.h", "lib64/libascendcl.so", "lib64/libruntime.so"):
-        ...     os.makedirs(os.path.dirname(os.path.join(home, name)), exist_ok=True)
-        ...     open(os.path.join(home, name), "w").close()
-        >>> os.environ["ASCEND_HOME_PATH"] = home
-        >>> cann = ascend.find_cann(default_roots=())
-        >>> cann.home == os.path.realpath(home), cann.libraries
+        >>> from inductor_device_options.testing import stand_in_ascend
+        >>> with stand_in_ascend() as install:
+        ...     cann = ascend.find_cann(default_roots=())
+        >>> cann.home == install.cann, cann.libraries
         (True, ('runtime', 'ascendcl'))
     """
 
@@ -137,16 +133,10 @@ def find_cann(default_roots: Sequence[str] | None = None) -> CannInstall:
             and says so when a ``latest`` link loops or leads nowhere.
 
     Example:
-        >>> import os, tempfile
         >>> from inductor_device_options import ascend
-        >>> root = tempfile.mkdtemp()  # a stand-in CANN and torch_npu
-        >>> for name in ("cann/include/acl/acl.h", "cann/lib64/libascendcl.so",
-        ...              "cann/lib64/libruntime.so", "torch_npu/lib/libtorch_npu.so"):
-        ...     os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
-        ...     open(os.path.join(root, name), "w").close()
-        >>> os.environ["ASCEND_HOME_PATH"] = os.path.join(root, "cann")
-        >>> os.environ["PYTORCH_NPU_INSTALL_PATH"] = os.path.join(root, "torch_npu")
-        >>> cann = ascend.find_cann(default_roots=())
+        >>> from inductor_device_options.testing import stand_in_ascend
+        >>> with stand_in_ascend():  # sets $ASCEND_HOME_PATH while the block runs
+        ...     cann = ascend.find_cann(default_roots=())
         >>> cann.source, cann.libraries
         ('ASCEND_HOME_PATH', ('runtime', 'ascendcl'))
     """

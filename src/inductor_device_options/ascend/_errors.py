@@ -60,14 +60,14 @@ class CannNotFoundError(AscendOptionsError):
 
     Example:
         >>> import os
+        >>> from unittest import mock
         >>> from inductor_device_options import ascend
-        >>> for variable in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"):
-        ...     os.environ.pop(variable, None)
-        >>> try:
-        ...     ascend.find_cann(default_roots=())
-        ... except ascend.CannNotFoundError as error:
-        ...     print(error.tried)
-        ...     print(error.fix[:39])
+        >>> with mock.patch.dict(os.environ, clear=True):  # no CANN variable set
+        ...     try:
+        ...         ascend.find_cann(default_roots=())
+        ...     except ascend.CannNotFoundError as error:
+        ...         print(error.tried)
+        ...         print(error.fix[:39])
         (('ASCEND_HOME_PATH', 'not set'), ('ASCEND_TOOLKIT_HOME', 'not set'))
         source CANN's environment script, e.g.
     """
@@ -99,12 +99,13 @@ class TorchNpuNotFoundError(AscendOptionsError):
 
     Example:
         >>> import os
+        >>> from unittest import mock
         >>> from inductor_device_options import ascend
-        >>> os.environ["PYTORCH_NPU_INSTALL_PATH"] = "/nonexistent/torch_npu"
-        >>> try:
-        ...     ascend.find_torch_npu()
-        ... except ascend.TorchNpuNotFoundError as error:
-        ...     print(error.tried[0])
+        >>> with mock.patch.dict(os.environ, PYTORCH_NPU_INSTALL_PATH="/nonexistent/torch_npu"):
+        ...     try:
+        ...         ascend.find_torch_npu()
+        ...     except ascend.TorchNpuNotFoundError as error:
+        ...         print(error.tried[0])
         ('PYTORCH_NPU_INSTALL_PATH=/nonexistent/torch_npu', 'is not a directory')
     """
 

@@ -57,16 +57,10 @@ def cpp_device_options(
             one argument.
 
     Example:
-        >>> import os, tempfile
         >>> from inductor_device_options import ascend
-        >>> root = tempfile.mkdtemp()  # a stand-in CANN and torch_npu
-        >>> for name in ("cann/include/acl/acl.h", "cann/lib64/libascendcl.so",
-        ...              "cann/lib64/libruntime.so", "torch_npu/lib/libtorch_npu.so"):
-        ...     os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
-        ...     open(os.path.join(root, name), "w").close()
-        >>> os.environ["ASCEND_HOME_PATH"] = os.path.join(root, "cann")
-        >>> os.environ["PYTORCH_NPU_INSTALL_PATH"] = os.path.join(root, "torch_npu")
-        >>> options = ascend.cpp_device_options("npu")
+        >>> from inductor_device_options.testing import stand_in_ascend
+        >>> with stand_in_ascend():
+        ...     options = ascend.cpp_device_options("npu")
         >>> options.definitions, options.passthrough_args
         (['USE_NPU'], ['-DBUILD_LIBTORCH=ON', '-Wno-unused-function'])
     """

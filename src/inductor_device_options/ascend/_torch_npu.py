@@ -32,13 +32,10 @@ class TorchNpuInstall(NamedTuple):
     :func:`~inductor_device_options.ascend.find_torch_npu` returns it.
 
     Example:
-        >>> import os, tempfile
         >>> from inductor_device_options import ascend
-        >>> package_dir = tempfile.mkdtemp()  # a stand-in torch_npu package
-        >>> os.makedirs(os.path.join(package_dir, "lib"))
-        >>> open(os.path.join(package_dir, "lib", "libtorch_npu.so"), "w").close()
-        >>> os.environ["PYTORCH_NPU_INSTALL_PATH"] = package_dir
-        >>> found = ascend.find_torch_npu()
+        >>> from inductor_device_options.testing import stand_in_ascend
+        >>> with stand_in_ascend():
+        ...     found = ascend.find_torch_npu()
         >>> found.source, found.include_dir
         ('PYTORCH_NPU_INSTALL_PATH', None)
     """
@@ -75,16 +72,10 @@ def find_torch_npu() -> TorchNpuInstall:
             message lists every place tried.
 
     Example:
-        >>> import os, tempfile
         >>> from inductor_device_options import ascend
-        >>> root = tempfile.mkdtemp()  # a stand-in CANN and torch_npu
-        >>> for name in ("cann/include/acl/acl.h", "cann/lib64/libascendcl.so",
-        ...              "cann/lib64/libruntime.so", "torch_npu/lib/libtorch_npu.so"):
-        ...     os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
-        ...     open(os.path.join(root, name), "w").close()
-        >>> os.environ["ASCEND_HOME_PATH"] = os.path.join(root, "cann")
-        >>> os.environ["PYTORCH_NPU_INSTALL_PATH"] = os.path.join(root, "torch_npu")
-        >>> ascend.find_torch_npu().source
+        >>> from inductor_device_options.testing import stand_in_ascend
+        >>> with stand_in_ascend():  # sets $PYTORCH_NPU_INSTALL_PATH while the block runs
+        ...     ascend.find_torch_npu().source
         'PYTORCH_NPU_INSTALL_PATH'
     """
     key = (
