@@ -124,11 +124,15 @@ def _missing_headers(
     missing: list[str],
     compiler: str,
 ) -> Problem:
-    """One problem for every header none of the include dirs has, with one fix."""
+    """One problem for every header none of the include dirs has, with one fix. The dirs
+    searched are its details: each ``-I`` on a line, the compiler's own on one (they are
+    the same for every build, and rarely where a device's header belongs)."""
+    own = system_include_dirs(compiler)
     searched = (
         *(f"-I {directory}" for directory in include_dirs),
-        *(f"{compiler}'s own: {d}" for d in system_include_dirs(compiler)),
+        *([f"{compiler}'s own: {', '.join(own)}"] if own else []),
     )
+    count = len(include_dirs) + len(own)
     sdk_dirs = (
         [d for d in context.options.include_dirs if not is_torch_dir(d)]
         if (context.options is not None)
@@ -151,12 +155,12 @@ def _missing_headers(
     if one:
         cause = (
             f"Inductor's generated code will `#include <{missing[0]}>` ({headers.origin}), "
-            f"and none of the {len(searched)} include dirs has it"
+            f"and none of the {count} include dirs has it"
         )
         return Problem(cause, fix, searched)
     cause = (
         f"Inductor's generated code will #include {len(missing)} headers ({headers.origin}) "
-        f"that none of the {len(searched)} include dirs has"
+        f"that none of the {count} include dirs has"
     )
     return Problem(cause, fix, searched, tuple(missing))
 
