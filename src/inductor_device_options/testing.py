@@ -20,6 +20,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NamedTuple
+from unittest import mock
 
 from ._state import reset
 from .lookup.registry import registered_cpp_device_options
@@ -33,8 +34,6 @@ _STAND_IN_FILES = (
     "cann/lib64/libruntime.so",
     "torch_npu/lib/libtorch_npu.so",
 )
-#: Where CANN's ``set_env.sh`` and torch_npu's install tell the Ascend provider to look.
-_STAND_IN_ENVIRONMENT = ("ASCEND_HOME_PATH", "PYTORCH_NPU_INSTALL_PATH")
 
 
 class StandInAscend(NamedTuple):
@@ -51,7 +50,7 @@ class StandInAscend(NamedTuple):
 def stand_in_ascend() -> Iterator[StandInAscend]:
     """A stand-in CANN release and torch_npu install, of empty files in a new temporary dir,
     which ``$ASCEND_HOME_PATH`` and ``$PYTORCH_NPU_INSTALL_PATH`` name while the block runs.
-    Afterwards both variables are as they were, and the dir is removed.
+    Afterwards the environment is as it was before the block, and the dir is removed.
 
     Example:
         >>> from inductor_device_options import ascend
@@ -61,19 +60,14 @@ def stand_in_ascend() -> Iterator[StandInAscend]:
         True
     """
     root = os.path.realpath(tempfile.mkdtemp(prefix="stand-in-ascend-"))
-    saved = {name: os.environ.get(name) for name in _STAND_IN_ENVIRONMENT}
     try:
         for name in _STAND_IN_FILES:
             path = os.path.join(root, name)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             open(path, "w").close()
         install = StandInAscend(os.path.join(root, "cann"), os.path.join(root, "torch_npu"))
-        os.environ.update(ASCEND_HOME_PATH=install.cann, PYTORCH_NPU_INSTALL_PATH=install.torch_npu)
-        yield install
+        named = {"ASCEND_HOME_PATH": install.cann, "PYTORCH_NPU_INSTALL_PATH": install.torch_npu}
+        with mock.patch.dict(os.environ, named):
+            yield install
     finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
         shutil.rmtree(root, ignore_errors=True)
