@@ -184,7 +184,30 @@ def aot_compile() -> dict[str, Any]:
     return {"calls": len(calls), "registered": registered()}
 
 
+def overrides_first() -> dict[str, Any]:
+    """A hook that registers the device's DeviceOpOverrides before anything asked for cpu's:
+    torch's own are still there (torch before 2.13 loads them only into an empty table)."""
+    calls: list[str] = []
+
+    def before() -> None:
+        from torch._inductor.codegen.common import DeviceOpOverrides, register_device_op_overrides
+
+        register_device_op_overrides(DEVICE, DeviceOpOverrides())
+
+    set_hook(registering(calls, before=before))
+    init()
+    from torch._inductor.codegen.common import get_device_op_overrides
+
+    try:
+        cpu = type(get_device_op_overrides("cpu")).__name__
+    except KeyError as error:
+        cpu = f"KeyError: {error}"
+    return {"calls": len(calls), "cpu": cpu}
+
+
 GROUPS = {
+    # Alone in its process: nothing may have asked for a DeviceOpOverrides before the hook.
+    "overrides": [overrides_first],
     # First: torch before 2.15 probes the device module's classes at its first registration only.
     "registration": [classes_without_hook, once, failing_then_retried, reentrant, threads],
     "compile": [torch_compile, aot_compile],

@@ -75,6 +75,32 @@ def _module_level_state(path: Path) -> list[str]:
     return found
 
 
+def _imported_modules(path: Path) -> set[str]:
+    """The package modules ``path`` imports, by full name (relative imports resolved)."""
+    package = ".".join(("inductor_device_options", *path.relative_to(PACKAGE).parent.parts))
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            module = ".".join(part for part in (base, node.module or "") if part)
+            found |= {module} | {f"{module}.{alias.name}" for alias in node.names}
+    return {name for name in found if name.startswith("inductor_device_options")}
+
+
+def test_the_sample_device_needs_no_demo() -> None:
+    """The sample is a backend as a user would write one: the demo's harness (which logs a
+    compile subprocess's commands to the demo) is hooked in by the autoload entry."""
+    imports = {
+        str(path.relative_to(PACKAGE)): sorted(
+            name for name in _imported_modules(path) if name.startswith(f"{PACKAGE.name}.demo")
+        )
+        for path in sorted((PACKAGE / "sample").rglob("*.py"))
+    }
+    assert {path: names for path, names in imports.items() if names} == {}
+
+
 def test_state_lives_in_one_place() -> None:
     outside = [
         where

@@ -231,6 +231,13 @@ def test_backend_init_runs_before_decompositions_on_every_entry() -> None:
     assert results["aot_compile"] == {"calls": 1, "registered": True}
 
 
+def test_torchs_own_device_op_overrides_stay_when_the_hook_registers_the_devices() -> None:
+    """torch before 2.13 loads its own DeviceOpOverrides only into an empty table: the
+    backport has torch load them before it runs the hook, or cpu's C++ builds would fail."""
+    results = run_scenarios("overrides")
+    assert results["overrides_first"] == {"calls": 1, "cpu": "CpuDeviceOpOverrides"}
+
+
 # --- invisible where not asked --------------------------------------------------------------
 
 

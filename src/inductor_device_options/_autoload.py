@@ -22,9 +22,13 @@ def arm() -> None:
 
 
 def sample() -> None:
-    """Set up the sample device where ``$INDUCTOR_DEVICE_OPTIONS_SAMPLE_DIR`` is set."""
+    """Set up the sample device where ``$INDUCTOR_DEVICE_OPTIONS_SAMPLE_DIR`` is set: a
+    compile subprocess or rank of the demo (or of the e2e tests), which also logs the
+    compiler commands it runs to that parent."""
     cache_dir = os.environ.get(SAMPLE_DIR_ENV)
     if cache_dir:
+        from .demo.compiler_commands import log_commands_for_parent
         from .sample import autoload
 
         autoload(cache_dir)
+        log_commands_for_parent()  # without such a parent this does nothing

@@ -70,9 +70,24 @@ def run_backend_init() -> None:
             return
         _state.backend_init_in_progress[0] = True
         try:
+            _load_torchs_device_op_overrides()
             hook()
         finally:
             _state.backend_init_in_progress[0] = False
+
+
+def _load_torchs_device_op_overrides() -> None:
+    """Have torch load its own DeviceOpOverrides (cpu's, cuda's, ...) before the hook can
+    register the device's. torch before 2.13 loads them at the first
+    ``get_device_op_overrides`` only while none is registered: after a hook registered its
+    device's first, every cpu cpp_wrapper and AOTInductor build would fail with
+    ``KeyError: 'cpu'``, a failure torch without the backport never meets. torch 2.13 on
+    loads its own whatever is registered."""
+    common = sys.modules[CODEGEN_COMMON]
+    if hasattr(common, "_initialize_device_op_overrides"):  # torch 2.13 on
+        return
+    if not common.device_op_overrides_dict:
+        common.get_device_op_overrides("cpu")
 
 
 def install_into_common(common: ModuleType) -> None:

@@ -116,12 +116,6 @@ def autoload(cache_dir: str) -> None:
     """
     if cache_dir:
         setup(cache_dir)
-        # Imported here, never at module level: the demo's harness stays out of what a
-        # process imports. A child whose parent records compiler commands (the demo, the
-        # e2e tests) logs its own to the parent; without that parent this does nothing.
-        from ..demo.compiler_commands import log_commands_for_parent
-
-        log_commands_for_parent()
 
 
 def _build_and_register(cache_dir: Path, verbose: bool) -> SampleDevice:
