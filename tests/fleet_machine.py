@@ -94,6 +94,11 @@ class _Logged(logging.Handler):
 def load_step(path: str) -> dict[str, Any]:
     import warnings
 
+    # torch 2.10's load_pt2 reads torch._inductor.codecache without importing it: a process
+    # that loads a package before anything imported it fails with AttributeError, with or
+    # without this package, for every device. A user of 2.10 imports it first, as here.
+    import torch._inductor.codecache
+
     logged = _Logged()
     logging.getLogger("torch._inductor").addHandler(logged)
     with warnings.catch_warnings(record=True) as caught:

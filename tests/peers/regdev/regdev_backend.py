@@ -509,6 +509,11 @@ def _register_inductor_backend(codegen_device: str) -> None:
     chosen = RegdevFullDeviceOpOverrides if overrides == "full" else RegdevDeviceOpOverrides
     if os.environ.get(ENV_RECORD_OVERRIDES) == "1":
         chosen = _recording(chosen)
+    # torch before 2.13 loads its own DeviceOpOverrides (cpu's among them) only into an empty
+    # table: registering regdev's first would leave cpu without them (KeyError: 'cpu' in every
+    # C++ wrapper build). Importing cpu's registers them, as a backend must on those releases.
+    from torch._inductor.codegen import cpu_device_op_overrides  # noqa: F401
+
     register_device_op_overrides(DEVICE, chosen())
     register_backend_for_device(
         DEVICE, CppScheduling, RegdevPythonWrapperCodegen, RegdevCppWrapperCodegen
