@@ -48,9 +48,11 @@ RESULT_KEYS = (
     "cache_key",
     "e2e",
     "fleet",
+    "doctor_static",
 )
 sys.path.insert(0, str(HERE))
 
+from doctor_bench import measure_doctor_static  # noqa: E402
 from identity_bench import measure_cache_key, measure_fleet, measure_identity  # noqa: E402
 from synthetic_sdk import write_synthetic_cann  # noqa: E402
 
@@ -73,6 +75,7 @@ class Settings(NamedTuple):
     headers: int
     libraries: int
     header_bytes: int  # each header's size: 5,000 of 20 kB are about 100 MB
+    doctor_runs: int = 7  # runs of `doctor` on the sample device (none in a smoke run)
 
 
 FULL = Settings(
@@ -470,6 +473,25 @@ def bench_e2e(settings: Settings, workdir: Path) -> list[Result]:
     ]
 
 
+# 7. doctor ------------------------------------------------------------------------------
+
+
+def bench_doctor(settings: Settings, workdir: Path) -> list[Result]:
+    median, seconds = measure_doctor_static(settings.doctor_runs, workdir)
+    return [
+        Result(
+            "doctor_static",
+            "`inductor-device-options doctor sampledev` (static checks): start to exit",
+            median,
+            "s",
+            "< 5",
+            median < 5,
+            f"median of {len(seconds)} runs ({', '.join(f'{t:.1f}' for t in seconds)}); "
+            "import torch and Inductor, and the backend's registration, are most of it",
+        )
+    ]
+
+
 BENCHMARKS: dict[str, Callable[[Settings, Path], list[Result]]] = {
     "import": lambda settings, _: bench_import(settings),
     "lookup": lambda settings, _: bench_lookup(settings),
@@ -477,6 +499,7 @@ BENCHMARKS: dict[str, Callable[[Settings, Path], list[Result]]] = {
     "cache_key": lambda settings, _: bench_cache_key(settings),
     "e2e": bench_e2e,
     "fleet": bench_fleet,
+    "doctor": bench_doctor,
 }
 
 
@@ -572,7 +595,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = SMOKE if args.smoke else FULL
     names = args.only.split(",") if args.only else list(BENCHMARKS)
     if args.smoke:
-        names = [name for name in names if name not in ("e2e", "fleet")]
+        names = [name for name in names if name not in ("e2e", "fleet", "doctor")]
     unknown = set(names) - set(BENCHMARKS)
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")

@@ -192,3 +192,18 @@ def test_no_warning_where_nothing_is_missed(case: str) -> None:
         "askedcpu", OpenregShapedCodegen, cpp_wrapper=case != "python wrapper"
     )
     assert questions(graph, "cpu") == []
+
+
+def test_doctor_names_the_extern_kernels_as_this_torch_does() -> None:
+    """doctor's c_shim check names each kernel's C++ name rather than import the modules
+    that define them (their templates take 0.4 s to compile): the same as this torch's."""
+    from torch._inductor.kernel import bmm, mm
+
+    from inductor_device_options.diagnose.generated_code import EXTERN_KERNELS
+
+    torch_s = {
+        "mm": mm.aten_mm.cpp_kernel_name,
+        "addmm": mm.aten_addmm.cpp_kernel_name,
+        "bmm": bmm.aten_bmm.cpp_kernel_name,
+    }
+    assert torch_s == EXTERN_KERNELS

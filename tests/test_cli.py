@@ -911,6 +911,47 @@ def test_a_closed_stdout_runs_the_command_quietly(site: Path) -> None:
     assert (closed.returncode, closed.stderr) == (cli.EXIT_OK, "")
 
 
+# The console script's exit: a module-level object that only the interpreter's teardown
+# frees, and an atexit handler, in the process that runs a command.
+_EXITING = """
+import atexit, sys
+class FreedAtTeardown:
+    def __del__(self):
+        sys.stderr.write("teardown ran\\n")
+kept = FreedAtTeardown()
+atexit.register(lambda: sys.stderr.write("atexit ran\\n"))
+sys.argv = ["inductor-device-options", *sys.argv[1:]]
+from inductor_device_options.cli import run_and_exit
+run_and_exit()
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "exit_code", "printed"),
+    [
+        (["list"], cli.EXIT_OK, "inductor-device-options 0"),
+        (["show", "nosuchdev"], cli.EXIT_UNKNOWN_DEVICE, "error: unknown device 'nosuchdev'"),
+    ],
+)
+def test_the_console_script_runs_atexit_handlers_and_skips_the_teardown(
+    site: Path, args: list[str], exit_code: int, printed: str
+) -> None:
+    """torch's teardown at exit takes about a second: the console script skips it, and
+    keeps what an exit must do: the atexit handlers, the output flushed, the exit code."""
+    ran = subprocess.run(
+        [sys.executable, "-c", _EXITING, *args],
+        env={**os.environ, "PYTHONPATH": pythonpath_with(site)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert ran.returncode == exit_code
+    assert "atexit ran" in ran.stderr
+    assert "teardown ran" not in ran.stderr
+    assert printed in ran.stdout + ran.stderr  # flushed, though stdout is a pipe
+
+
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True

@@ -41,6 +41,7 @@ import inductor_device_options as ido
 from inductor_device_options import ascend, cli
 from inductor_device_options.diagnose import inductor_headers as _inductor_headers
 from inductor_device_options.diagnose import module_load as _module_load
+from inductor_device_options.diagnose import shim_checks as _shim_checks
 from inductor_device_options.diagnose.aoti_weights import refusing_runtime_header
 from inductor_device_options.diagnose.checks import Check
 from inductor_device_options.diagnose.doctor import run_doctor
@@ -858,6 +859,42 @@ def test_the_fresh_python_is_ended_when_nothing_is_loaded() -> None:
         process = loader._process
         assert process is not None and process.poll() is None
     assert process.poll() is not None
+
+
+def test_the_fresh_python_ends_once_it_has_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """doctor waits for the process to end: once the report is written it ends at once,
+    with nothing run at exit (torch's teardown takes 0.6 s). A sitecustomize registers an
+    exit handler that would leave a file."""
+    site = tmp_path / "site"
+    site.mkdir()
+    ended = tmp_path / "ended.txt"
+    (site / "sitecustomize.py").write_text(
+        f"import atexit\natexit.register(lambda: open({str(ended)!r}, 'w').close())\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    with _module_load.FreshPython() as loader:
+        result = loader.load(str(Path(torch.__file__).parent / "lib" / "libc10.so"))
+    assert result.error is None and any(path.endswith("libc10.so") for path in result.loaded)
+    assert not ended.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "declared"),
+    [
+        ("void aoti_torch_dev_mm_out(int);", True),
+        ("aoti_torch_dev_mm_out(", True),  # at the very start
+        ("x = aoti_torch_dev_mm_out  \n (a);", True),  # spaces and a newline before (
+        ("void my_aoti_torch_dev_mm_out(int);", False),  # a longer name
+        ("void aoti_torch_dev_mm_out2(int);", False),
+        ("void xaoti_torch_dev_mm_out(int); void aoti_torch_dev_mm_out(int);", True),
+        ("// aoti_torch_dev_mm_out is not declared", False),  # no call form
+        ("", False),
+    ],
+)
+def test_a_c_shim_function_is_found_as_a_whole_name_called(text: str, declared: bool) -> None:
+    assert _shim_checks._called_as_function("aoti_torch_dev_mm_out", text) is declared
 
 
 @pytest.mark.parametrize(

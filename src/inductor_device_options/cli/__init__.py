@@ -1,7 +1,8 @@
 """``inductor-device-options``: which devices have C++ options, what they are, and do they
 work (also ``python -m inductor_device_options``).
 
-``main`` runs a command in the calling process, as the console script does. What each
+``main`` runs a command in the calling process; ``run_and_exit``, the console script, then
+ends the process without torch's teardown. What each
 command prints, its exit codes and the layout of its ``--json`` documents are in the docs'
 command-line reference (docs/reference/cli.md). This package prints; ``diagnose/``
 computes what doctor finds.
@@ -13,10 +14,13 @@ Modules: ``parser`` (the arguments), ``output`` (text, colour, the JSON document
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
+import threading
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
+from typing import NoReturn
 
 from .output import EXIT_FAILED, EXIT_OK, EXIT_UNKNOWN_DEVICE, EXIT_USAGE, PROG, Output, Style
 from .parser import build_parser
@@ -30,6 +34,7 @@ __all__ = [
     "Style",
     "build_parser",
     "main",
+    "run_and_exit",
 ]
 
 #: The parser, under the name the docs' CLI reference and its test read.
@@ -60,6 +65,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     return exit_code
 
 
+def run_and_exit() -> NoReturn:
+    """The console script (and ``python -m inductor_device_options``): ``main``, then the
+    exit, less the interpreter's teardown.
+
+    Freeing torch's modules at interpreter shutdown takes about a second, as long as a
+    static doctor's checks: once the command is done, the atexit handlers run (logging's
+    flush, ``weakref.finalize``, torch's own), the streams are flushed and the
+    process ends. While another thread runs, the exit is Python's own, which waits for it.
+    """
+    exit_code = main()
+    if threading.active_count() > 1:
+        sys.exit(exit_code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(OSError, ValueError):  # the reader went away, or the stream is closed
+            stream.flush()
+    os._exit(exit_code)
+
+
 def _prepare_streams() -> None:
     """stdout usable even when closed, and a path that is not UTF-8 written ``\\udcXX``."""
     if sys.stdout is None:  # started with stdout closed: the output goes nowhere
@@ -71,4 +95,4 @@ def _prepare_streams() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_and_exit()

@@ -23,6 +23,7 @@ from .asked import AskedDevice
 from .backend_init_run import BackendInit
 from .devices import serving_object
 from .module_load import FreshPython
+from .probe import ProbeBuilds
 from .text import unique
 
 Status = Literal["pass", "warn", "fail", "skip"]
@@ -140,6 +141,7 @@ class Context:
     options: CppDeviceOptions | None = None
     raw: Sequence[object] | None = None  # what the provider returned, when Inductor rejects it
     rejected: InvalidCppDeviceOptionsError | None = None  # and why
+    probe_builds: ProbeBuilds | None = None  # started before the header checks
     checks: list[Check] = field(default_factory=list)  # those done so far
 
     @cached_property

@@ -10,6 +10,7 @@ The checks themselves are in ``hook_checks``, ``torch_hook_checks``, ``overrides
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .._errors import ProviderLoadError
@@ -26,7 +27,7 @@ from .options_checks import check_flags, check_options
 from .overrides_checks import check_overrides
 from .path_checks import check_include_dirs, check_libraries
 from .probe import Progress, write_probe_source
-from .probe_checks import check_probe_build, check_probe_load
+from .probe_checks import check_probe_build, check_probe_load, start_probe_builds
 from .shim_checks import check_c_shim
 from .text import message_and_fix
 from .torch_hook_checks import check_torch_hooks
@@ -58,7 +59,8 @@ def run_doctor(
     context = Context(device_type, aot_mode, source, work)
     context.backend_init = backend_init or run_backend_init()
     write_probe_source(work)
-    steps: list[Callable[[Context], Check]] = [
+    # A step that returns None checks nothing: it starts the probes' builds early.
+    steps: list[Callable[[Context], Check | None]] = [
         check_hook,
         check_torch_hooks,
         check_device_asked,
@@ -66,6 +68,7 @@ def run_doctor(
         check_options,
         check_flags,
         check_include_dirs,
+        lambda context: start_probe_builds(context, pool),
         lambda context: check_headers(context, progress),
         lambda context: check_c_shim(context, progress),
         check_shadowed_headers,
@@ -79,9 +82,11 @@ def run_doctor(
         steps.append(check_aoti_weights)
     if aot_mode and not compile:
         steps.append(_aoti_runner_not_checked)
-    with loader or FreshPython() as context.loader:
+    with ThreadPoolExecutor(2) as pool, loader or FreshPython() as context.loader:
         for step in steps:
             done = step(context)
+            if done is None:
+                continue
             context.checks.append(done)
             on_check(done)
     return context.checks

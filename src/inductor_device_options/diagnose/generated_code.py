@@ -18,8 +18,11 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 #: The extern kernels whose C shim functions doctor looks for: what a ``Linear`` (with and
-#: without bias) and a batched matrix product become, by their short name.
-EXTERN_KERNELS = ("mm", "addmm", "bmm")
+#: without bias) and a batched matrix product become, by their short name, and the C++ kernel
+#: name Inductor gives each (``cpp_kernel_name`` of ``torch._inductor.kernel.mm.aten_mm``,
+#: ``aten_addmm`` and ``kernel.bmm.aten_bmm``, the same on every release: the leg tests hold
+#: it). Named here, not imported: importing those modules compiles their templates (0.4 s).
+EXTERN_KERNELS = {"mm": "at::mm_out", "addmm": "at::addmm_out", "bmm": "at::bmm_out"}
 
 
 class GeneratedCode(NamedTuple):
@@ -57,18 +60,13 @@ def _identity(x: object) -> object:
 def generated_code(device_type: str, aot_mode: bool) -> GeneratedCode | None:
     """What the registered codegen writes for ``device_type``; None where no C++ wrapper
     codegen is registered for it in this process. Raises what creating it raises."""
-    # torch._inductor.graph first: on torch 2.6, importing torch._inductor.kernel.mm before it
-    # runs into an import cycle (quantized_lowerings -> cpp_gemm_template -> kernel.mm).
-    import torch._inductor.graph  # noqa: F401
     from torch._inductor.codegen.common import get_wrapper_codegen_for_device
-    from torch._inductor.kernel import bmm, mm
 
     from ..lookup.registry import describe_callable
 
     codegen = get_wrapper_codegen_for_device(device_type, cpp_wrapper=True)
     if codegen is None:
         return None
-    kernels = {"mm": mm.aten_mm, "addmm": mm.aten_addmm, "bmm": bmm.aten_bmm}
     with stand_in_wrapper(codegen, aot_mode) as wrapper:
         wrapper.write_header()
         add_device_include = getattr(wrapper, "add_device_include", None)
@@ -78,11 +76,7 @@ def generated_code(device_type: str, aot_mode: bool) -> GeneratedCode | None:
         name_of = wrapper.get_c_shim_func_name
         takes_device = len(inspect.signature(name_of).parameters) > 1
         shim_functions = {
-            short: str(
-                name_of(kernels[short].cpp_kernel_name, device_type)
-                if takes_device
-                else name_of(kernels[short].cpp_kernel_name)
-            )
-            for short in EXTERN_KERNELS
+            short: str(name_of(kernel, device_type) if takes_device else name_of(kernel))
+            for short, kernel in EXTERN_KERNELS.items()
         }
     return GeneratedCode(describe_callable(codegen), header, shim_functions)

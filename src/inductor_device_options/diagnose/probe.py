@@ -10,6 +10,7 @@ import shlex
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -102,6 +103,47 @@ def with_progress(progress: Progress | None, message: str, run: Callable[[], obj
             done()
 
 
+class ProbeCommand(NamedTuple):
+    """A command ``CppBuilder`` renders for a source: the compiler, the arguments, the
+    file it builds and the directory it runs in."""
+
+    compiler: str
+    argv: list[str]
+    target: Path
+    cwd: Path
+
+
+def probe_command(
+    device_type: str,
+    aot_mode: bool,
+    source: Path,
+    extra: Sequence[str],
+    compile_only: bool = True,
+) -> ProbeCommand:
+    """The command ``CppBuilder`` renders for ``source`` (to an object, or linked when not
+    ``compile_only``) with ``extra`` arguments after the compiler's name, in a directory
+    beside ``source`` (created)."""
+    from torch._inductor.cpp_builder import get_cpp_compiler
+
+    compiler = get_cpp_compiler()
+    output_dir = source.parent / source.stem
+    builder = probe_builder(device_type, aot_mode, compile_only, source, output_dir)
+    command = builder.get_command_line()
+    if command.startswith(compiler + " "):
+        command = f"{compiler} {shlex.join(extra)}{command[len(compiler) :]}"
+    else:  # a compiler spelled otherwise: the extra arguments last
+        command = f"{command} {shlex.join(extra)}"
+    output_dir.mkdir(parents=True, exist_ok=True)
+    target = Path(builder.get_target_file_path())
+    return ProbeCommand(compiler, shlex.split(command), target, output_dir)
+
+
+def run_probe(command: ProbeCommand) -> str | None:
+    """Run ``command`` as ``CppBuilder`` does: None when it succeeds, else its output."""
+    finished = run_tool(command.argv, cwd=command.cwd, timeout=600)
+    return None if finished.ok else finished.stdout + finished.stderr
+
+
 def run_probe_command(
     device_type: str,
     aot_mode: bool,
@@ -110,27 +152,20 @@ def run_probe_command(
     progress: Progress | None,
     compile_only: bool = True,
 ) -> tuple[Path, str | None]:
-    """Run the command ``CppBuilder`` renders for ``source`` (to an object, or linked when
-    not ``compile_only``) with ``extra`` arguments after the compiler's name, in a
-    directory beside ``source``: the file it builds, and None when it succeeds, else its
+    """``probe_command`` run now: the file it builds, and None when it succeeds, else its
     output."""
-    from torch._inductor.cpp_builder import get_cpp_compiler
-
-    compiler = get_cpp_compiler()
-    output_dir = source.parent / source.stem
-    builder = probe_builder(device_type, aot_mode, compile_only, source, output_dir)
-    command = builder.get_command_line()
-    target = Path(builder.get_target_file_path())
-    if command.startswith(compiler + " "):
-        command = f"{compiler} {shlex.join(extra)}{command[len(compiler) :]}"
-    else:  # a compiler spelled otherwise: the extra arguments last
-        command = f"{command} {shlex.join(extra)}"
-    output_dir.mkdir(parents=True, exist_ok=True)
+    command = probe_command(device_type, aot_mode, source, extra, compile_only)
     ran: list[str | None] = []
+    message = f"running {command.compiler} on {source.name} ..."
+    with_progress(progress, message, lambda: ran.append(run_probe(command)))
+    return command.target, ran[0]
 
-    def run() -> None:  # as CppBuilder does
-        finished = run_tool(shlex.split(command), cwd=output_dir, timeout=600)
-        ran.append(None if finished.ok else finished.stdout + finished.stderr)
 
-    with_progress(progress, f"running {compiler} on {source.name} ...", run)
-    return target, ran[0]
+class ProbeBuilds(NamedTuple):
+    """Both probes' builds, started at once (``probe_checks.start_probe_builds``): the probe
+    ``CppBuilder`` builds, and the one linked so that it needs every library."""
+
+    builder: CppBuilder
+    built: Future[float]  # seconds; raises what CppBuilder.build raised
+    loadable: ProbeCommand
+    linked: Future[str | None]  # run_probe's result

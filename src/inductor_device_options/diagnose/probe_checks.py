@@ -9,7 +9,8 @@ import os
 import shlex
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from pathlib import Path
 
 from .checks import CHECKS, Check, Context, Problem, check
@@ -18,9 +19,11 @@ from .path_checks import find_library, link_inputs
 from .probe import (
     NO_AS_NEEDED,
     PROBE_NAME,
+    ProbeBuilds,
     Progress,
     probe_builder,
-    run_probe_command,
+    probe_command,
+    run_probe,
     with_progress,
 )
 from .text import relevant_lines, shorten
@@ -29,18 +32,41 @@ from .text import relevant_lines, shorten
 _BUILD_CHECKS = ("flags", "include_dirs", "libraries")
 
 
-def check_probe_build(context: Context, progress: Progress | None) -> Check:
+def start_probe_builds(context: Context, pool: Executor) -> None:
+    """Both probes' builds, started before the header checks so that the compiler runs them
+    meanwhile, on another core (a second of a static doctor's five); ``check_probe_build``
+    and ``check_probe_load`` each wait for their own. The commands are rendered here, in
+    the thread that asks for the options. Nothing where the options are not there."""
     if context.unusable():
+        return
+    device, aot_mode, work = context.device_type, context.aot_mode, context.work
+    builder = probe_builder(device, aot_mode, False, work / f"{PROBE_NAME}.cpp", work)
+    loadable_source = work / f"{PROBE_NAME}_loaded.cpp"
+    shutil.copyfile(work / f"{PROBE_NAME}.cpp", loadable_source)
+    loadable = probe_command(device, aot_mode, loadable_source, [NO_AS_NEEDED], False)
+    context.probe_builds = ProbeBuilds(
+        builder, pool.submit(_seconds, builder.build), loadable, pool.submit(run_probe, loadable)
+    )
+
+
+def _seconds(run: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    run()
+    return time.perf_counter() - started
+
+
+def check_probe_build(context: Context, progress: Progress | None) -> Check:
+    builds = context.probe_builds
+    if context.unusable() or builds is None:
         return context.skipped("probe_build")
     from torch._inductor.cpp_builder import get_cpp_compiler
     from torch._inductor.exc import CppCompileError
 
     compiler = get_cpp_compiler()
-    source = context.work / f"{PROBE_NAME}.cpp"
-    builder = probe_builder(context.device_type, context.aot_mode, False, source, context.work)
-    started = time.perf_counter()
+    seconds: list[float] = []
     try:
-        with_progress(progress, f"building a probe with {compiler} ...", builder.build)
+        message = f"building a probe with {compiler} ..."
+        with_progress(progress, message, lambda: seconds.append(builds.built.result()))
     except CppCompileError as error:
         # torch 2.6's CppCompileError keeps the compiler's output only in its message.
         output = getattr(error, "output", None) or str(error).partition("Output:")[2]
@@ -49,10 +75,9 @@ def check_probe_build(context: Context, progress: Progress | None) -> Check:
         raise
     except BaseException as error:
         return _probe_failed(context, compiler, f"{type(error).__name__}: {error}")
-    seconds = time.perf_counter() - started
-    built = Path(builder.get_target_file_path()).name
+    built = Path(builds.builder.get_target_file_path()).name
     return check(
-        "probe_build", "pass", f"{compiler} compiled and linked {built} in {seconds:.1f} s"
+        "probe_build", "pass", f"{compiler} compiled and linked {built} in {seconds[0]:.1f} s"
     )
 
 
@@ -84,14 +109,14 @@ def check_probe_load(context: Context, progress: Progress | None) -> Check:
         return context.skipped(name)
     if not context.passed("probe_build"):
         return check(name, "skip", "skipped: the probe does not build")
-    source = context.work / f"{PROBE_NAME}_loaded.cpp"
-    shutil.copyfile(context.work / f"{PROBE_NAME}.cpp", source)
-    args = (context.device_type, context.aot_mode, source, [NO_AS_NEEDED], progress)
-    built, output = run_probe_command(*args, compile_only=False)
+    builds = context.probe_builds
+    assert builds is not None  # the probe built
+    linked: list[str | None] = []
+    message = f"running {builds.loadable.compiler} on {PROBE_NAME}_loaded.cpp ..."
+    with_progress(progress, message, lambda: linked.append(builds.linked.result()))
+    built, output = builds.loadable.target, linked[0]
     if output is not None:
-        from torch._inductor.cpp_builder import get_cpp_compiler
-
-        failed = _probe_failed(context, get_cpp_compiler(), output)
+        failed = _probe_failed(context, builds.loadable.compiler, output)
         return dataclasses.replace(failed, name=name, title=CHECKS[name])
     assert context.loader is not None
     loader = context.loader

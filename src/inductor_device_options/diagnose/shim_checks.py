@@ -89,7 +89,7 @@ def _judged(context: Context, code: GeneratedCode, progress: Progress | None) ->
     missing = {
         kernel: function
         for kernel, function in code.shim_functions.items()
-        if not re.search(rf"\b{re.escape(function)}\s*\(", preprocessed)
+        if not _called_as_function(function, preprocessed)
     }
     functions = list(code.shim_functions.values())
     if not missing:
@@ -118,3 +118,13 @@ def _missing(context: Context, code: GeneratedCode, missing: dict[str, str]) -> 
         "call those on CPU tensors over the same memory"
     )
     return Problem(cause, fix, instances=tuple(missing.values()) if len(missing) > 1 else ())
+
+
+def _called_as_function(name: str, text: str) -> bool:
+    """``name(`` in ``text``, ``name`` a whole word. The literal first: a pattern that starts
+    with ``\\b`` is tried at every position of the preprocessed text (0.2 s a name)."""
+    for match in re.finditer(re.escape(name) + r"\s*\(", text):
+        before = text[match.start() - 1 : match.start()]
+        if not (before.isalnum() or before == "_"):
+            return True
+    return False
