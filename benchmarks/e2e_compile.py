@@ -18,7 +18,7 @@ import torch
 import torch._inductor.cpp_builder as cpp_builder
 
 from inductor_device_options import CppDeviceOptions, sample, unregister_cpp_device_options
-from inductor_device_options.sample.sdk import sdk_options_for
+from inductor_device_options.sample._sdk import sdk_options_for
 
 
 def install_replacement(runtime_lib_dir: Any) -> None:

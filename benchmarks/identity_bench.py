@@ -39,7 +39,7 @@ def stat_fingerprint(
     """The SDK fingerprint before the identity (release 0.1.0's ``sdk_fingerprint``): the
     same walk, each file's size and modification time instead of its contents."""
     from inductor_device_options._fs import BoundedWalk, within
-    from inductor_device_options.options import identity
+    from inductor_device_options._options import identity
 
     roots = identity._outermost([path for path in include_dirs if os.path.isdir(path)])
     digest = hashlib.blake2b(digest_size=8)
@@ -63,7 +63,7 @@ def measure_identity(
     include_dirs: list[str], libraries_dirs: list[str], libraries: list[str], blocks: int
 ) -> IdentityFigures:
     from inductor_device_options import testing
-    from inductor_device_options.options import content_memo, identity
+    from inductor_device_options._options import content_memo, identity
 
     arguments = (include_dirs, libraries_dirs, libraries)
     # The synthetic SDK was just written: its files count as settled, as an installed SDK's.

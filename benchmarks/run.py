@@ -185,7 +185,7 @@ def bench_lookup(settings: Settings) -> list[Result]:
     import torch._inductor.cpp_builder as cpp_builder
 
     import inductor_device_options as ido
-    from inductor_device_options.hook import serve as _serve
+    from inductor_device_options._hook import serve as _serve
 
     installation = _serve.installed()
     # With torch's native registry there is no hook: torch's function is what Inductor calls.
@@ -233,7 +233,7 @@ def _backend_init(settings: Settings) -> Result:
     of a process with no device module defining the hook (torch's own where torch has it)."""
     from torch._inductor.codegen import common
 
-    from inductor_device_options.hook.backports import BACKPORT_MARK
+    from inductor_device_options._hook.backports import BACKPORT_MARK
 
     wrapped = common.init_backend_registration
     wrapped()

@@ -32,7 +32,7 @@ import pytest
 from matrix_legs import in_leg, missing_leg_modules
 from support import SHARED_DIR_ENV, TESTS_PROCESS_ENV
 
-from inductor_device_options.demo.distributed import stop_job_processes
+from inductor_device_options._demo.distributed import stop_job_processes
 
 _session_dir: str | None = None
 _config: pytest.Config | None = None

@@ -16,9 +16,9 @@ from typing import Any
 from redis_server import RedisServer
 from support import TESTS_DIR, pythonpath_with
 
-from inductor_device_options.demo.distributed import JOB_ENV
+from inductor_device_options._demo.distributed import JOB_ENV
 from inductor_device_options.sample import SampleDevice
-from inductor_device_options.sample.sdk import SDK_DIR_ENV
+from inductor_device_options.sample._sdk import SDK_DIR_ENV
 
 
 @dataclass

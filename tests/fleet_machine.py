@@ -74,7 +74,7 @@ def package_step(path: str) -> dict[str, Any]:
     exported = torch.export.export(MatrixProduct(), device_inputs())
     torch._inductor.aoti_compile_and_package(exported, package_path=path)
     try:
-        from inductor_device_options.hook.pt2_stamp import package_stamp
+        from inductor_device_options._hook.pt2_stamp import package_stamp
     except ImportError:  # the package before .pt2 stamps (the tests' control run)
         return {"stamp": None}
     return {"stamp": package_stamp(path)}
@@ -130,7 +130,7 @@ def sdk_identity_step() -> dict[str, Any]:
     from torch._inductor.codecache import CacheBase
 
     try:
-        from inductor_device_options.hook.device_identity import device_identity
+        from inductor_device_options._hook.device_identity import device_identity
     except ImportError:  # the package before SDK identities (the tests' control run)
         return {"identity": None, "system": CacheBase.get_system()}
     return {

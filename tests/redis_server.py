@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from inductor_device_options.demo.distributed import JOB_ENV, stop_job_processes
+from inductor_device_options._demo.distributed import JOB_ENV, stop_job_processes
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,11 @@ from support import NATIVE, cpp_builder_keeps_whole
 
 import inductor_device_options as ido
 from inductor_device_options import ascend, testing
+from inductor_device_options._lookup.provider_attributes import HEADERS_ATTRIBUTE, hints_of
+from inductor_device_options._options.identity import IDENTITY_DEFINITION as IDENTITY
 from inductor_device_options.ascend import _cann
 from inductor_device_options.ascend._cann import cann_arch
 from inductor_device_options.ascend._provider import npu_cpp_device_options
-from inductor_device_options.lookup.provider_attributes import HEADERS_ATTRIBUTE, hints_of
-from inductor_device_options.options.identity import IDENTITY_DEFINITION as IDENTITY
 
 ARCH = cann_arch()
 ENV_VARS = (
@@ -726,7 +726,7 @@ def test_import_does_not_import_inductor_or_torch_npu(tmp_path: Path) -> None:
         import inductor_device_options.ascend as ascend
         ascend.register()
         bad = [m for m in ("torch._inductor", "torch_npu") if m in sys.modules]
-        bad += [m for m in sys.modules if m.startswith("inductor_device_options.diagnose")]
+        bad += [m for m in sys.modules if m.startswith("inductor_device_options._diagnose")]
         assert not bad, bad
         """
     )

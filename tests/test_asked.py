@@ -26,7 +26,7 @@ from torch._inductor.virtualized import V
 
 import inductor_device_options as ido
 from inductor_device_options import DeviceNotAskedWarning, _state, testing
-from inductor_device_options.diagnose.asked import asked_device_type
+from inductor_device_options._diagnose.asked import asked_device_type
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 
@@ -199,7 +199,7 @@ def test_doctor_names_the_extern_kernels_as_this_torch_does() -> None:
     that define them (their templates take 0.4 s to compile): the same as this torch's."""
     from torch._inductor.kernel import bmm, mm
 
-    from inductor_device_options.diagnose.generated_code import EXTERN_KERNELS
+    from inductor_device_options._diagnose.generated_code import EXTERN_KERNELS
 
     torch_s = {
         "mm": mm.aten_mm.cpp_kernel_name,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from support import check_python
 
-from inductor_device_options.hook.cache_keys import CACHE_KEY_FIELD, INTERFACES_FIELD
+from inductor_device_options._hook.cache_keys import CACHE_KEY_FIELD, INTERFACES_FIELD
 
 NATIVE_INTERFACE_HOOK = """
 from torch._dynamo.device_interface import DeviceInterface

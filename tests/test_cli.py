@@ -32,7 +32,7 @@ from support import (
 )
 
 import inductor_device_options as ido
-from inductor_device_options import cli
+from inductor_device_options import _cli as cli
 
 PROVIDER = """\
 import os
@@ -921,7 +921,7 @@ class FreedAtTeardown:
 kept = FreedAtTeardown()
 atexit.register(lambda: sys.stderr.write("atexit ran\\n"))
 sys.argv = ["inductor-device-options", *sys.argv[1:]]
-from inductor_device_options.cli import run_and_exit
+from inductor_device_options._cli import run_and_exit
 run_and_exit()
 """
 

@@ -1,5 +1,5 @@
 """The C++ project AOTInductor writes with ``aot_inductor.package_cpp_only``, as torch's
-``CppBuilder`` CMake writers write it with the hook around them (hook/cmake.py).
+``CppBuilder`` CMake writers write it with the hook around them (_hook/cmake.py).
 
 torch's file for every device the package does not serve, byte for byte. For a device it
 serves through its own door: a project whose include dirs, library dirs and ldflags (and in
@@ -28,10 +28,10 @@ from torch._inductor import cpp_builder as torch_cpp_builder
 from torch._inductor.cpp_builder import CppBuilder
 
 import inductor_device_options as ido
+from inductor_device_options._diagnose.cmake_checks import write_project
+from inductor_device_options._hook import install
+from inductor_device_options._options.cmake import Served, compile_section, link_section
 from inductor_device_options._torch_names import CMAKE_WRITERS
-from inductor_device_options.diagnose.cmake_checks import write_project
-from inductor_device_options.hook import install
-from inductor_device_options.options.cmake import Served, compile_section, link_section
 
 WRITES_CMAKE = torch_writes_cmake()
 pytestmark = [

@@ -1,4 +1,4 @@
-"""doctor --aot's ``cmake_project`` check (diagnose/cmake_checks.py): whether the C++ project
+"""doctor --aot's ``cmake_project`` check (_diagnose/cmake_checks.py): whether the C++ project
 AOTInductor writes for the device with ``aot_inductor.package_cpp_only`` builds with cmake.
 
 The check runs as doctor runs it, on test_doctor's SDK written to disk: the options
@@ -20,13 +20,13 @@ from test_doctor import Sdk, provider, write_sdk
 from torch._inductor import cpp_builder
 
 import inductor_device_options as ido
-from inductor_device_options.diagnose.checks import Check, Context
-from inductor_device_options.diagnose.cmake_checks import (
+from inductor_device_options._diagnose.checks import Check, Context
+from inductor_device_options._diagnose.cmake_checks import (
     Cmake,
     check_cmake_project,
     installed_cmakes,
 )
-from inductor_device_options.diagnose.options_checks import check_options
+from inductor_device_options._diagnose.options_checks import check_options
 from inductor_device_options.introspection import device_options_source
 
 pytestmark = pytest.mark.usefixtures("clean_registry")

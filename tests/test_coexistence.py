@@ -37,7 +37,7 @@ from support import (
 from torch._inductor import config
 
 import inductor_device_options as ido
-from inductor_device_options.hook.serve import DEFAULTS_PROBE_DEVICE, installed
+from inductor_device_options._hook.serve import DEFAULTS_PROBE_DEVICE, installed
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 
@@ -413,7 +413,7 @@ def test_doctor_asks_inductor_whether_the_options_arrive(
     header.write_text("#pragma once\n")
     finished = run_python(
         """
-        from inductor_device_options.cli import main
+        from inductor_device_options._cli import main
         raise SystemExit(main(["doctor", "acme", "--provider", "backend:acme", "--json"]))
         """,
         env={"PYTHONPATH": pythonpath_with(tmp_path)},

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from inductor_device_options.demo.compiler_commands import (
+from inductor_device_options._demo.compiler_commands import (
     COMMAND_LOG_ENV,
     record_compiler_commands,
 )
@@ -18,7 +18,7 @@ from inductor_device_options.demo.compiler_commands import (
 CHILD = textwrap.dedent(
     """
     import subprocess
-    from inductor_device_options.demo.compiler_commands import log_commands_for_parent
+    from inductor_device_options._demo.compiler_commands import log_commands_for_parent
     log_commands_for_parent()
     subprocess.run(["cc", "--version"], capture_output=True, check=True)
     """

@@ -14,10 +14,10 @@ import pytest
 from support import cpp_builder_keeps_whole
 
 import inductor_device_options as ido
-from inductor_device_options.demo.cache_dir import buildable_cache_dir
-from inductor_device_options.options.pipeline import final_value_problem, finish
+from inductor_device_options._demo.cache_dir import buildable_cache_dir
+from inductor_device_options._options.pipeline import final_value_problem, finish
 from inductor_device_options.sample import DEVICE_NAME
-from inductor_device_options.sample.sdk import sdk_options_for
+from inductor_device_options.sample._sdk import sdk_options_for
 
 
 def test_a_cache_dir_with_a_space_fails_before_building_and_says_what_to_do(

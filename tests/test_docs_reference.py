@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 import inductor_device_options
-from inductor_device_options import ascend, cli, introspection, testing
+from inductor_device_options import _cli as cli
+from inductor_device_options import ascend, introspection, testing
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "docs" / "reference"
@@ -75,7 +76,7 @@ def test_a_reexported_constant_shows_the_comment_of_the_module_that_defines_it()
 def test_the_sample_page_numbers_the_demos_steps() -> None:
     """The guide's numbered list has one item per step the demo prints (``[n/6]``), and
     names the step ``--ranks`` adds."""
-    from inductor_device_options.demo.run import STEP_COUNT
+    from inductor_device_options._demo.run import STEP_COUNT
 
     page = (ROOT / "docs" / "guides" / "sample-device.md").read_text()
     steps = page.split("It runs the whole chain, in steps:", 1)[1].split("`--ranks N`", 1)[0]

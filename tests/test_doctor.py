@@ -38,16 +38,17 @@ from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
 from torch._inductor.codegen.cpu_device_op_overrides import CpuDeviceOpOverrides
 
 import inductor_device_options as ido
-from inductor_device_options import ascend, cli
-from inductor_device_options.diagnose import inductor_headers as _inductor_headers
-from inductor_device_options.diagnose import module_load as _module_load
-from inductor_device_options.diagnose import shim_checks as _shim_checks
-from inductor_device_options.diagnose.aoti_weights import refusing_runtime_header
-from inductor_device_options.diagnose.checks import Check
-from inductor_device_options.diagnose.doctor import run_doctor
-from inductor_device_options.diagnose.overrides_checks import kernels_declared
-from inductor_device_options.diagnose.provider_loading import parse_provider_spec
-from inductor_device_options.lookup.registry import describe_callable
+from inductor_device_options import _cli as cli
+from inductor_device_options import ascend
+from inductor_device_options._diagnose import inductor_headers as _inductor_headers
+from inductor_device_options._diagnose import module_load as _module_load
+from inductor_device_options._diagnose import shim_checks as _shim_checks
+from inductor_device_options._diagnose.aoti_weights import refusing_runtime_header
+from inductor_device_options._diagnose.checks import Check
+from inductor_device_options._diagnose.doctor import run_doctor
+from inductor_device_options._diagnose.overrides_checks import kernels_declared
+from inductor_device_options._diagnose.provider_loading import parse_provider_spec
+from inductor_device_options._lookup.registry import describe_callable
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 
@@ -924,7 +925,7 @@ def test_an_error_of_the_package_itself_is_an_internal_error_not_the_provider_s(
     in the SDK identity, is fixed): one is injected into the function that finishes a
     provider's options, after the provider has returned."""
     from inductor_device_options import _state
-    from inductor_device_options.options import pipeline
+    from inductor_device_options._options import pipeline
 
     def broken_fresh_options(options: object, own_identity: object = None) -> object:
         raise UnicodeEncodeError("utf-8", "\udcff", 0, 1, "surrogates not allowed")

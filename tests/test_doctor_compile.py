@@ -23,10 +23,10 @@ from support import AOT_CHECKS, DOCTOR_CHECKS, assert_quoted, shared_test_dir, t
 
 import inductor_device_options as ido
 from inductor_device_options._autoload import SAMPLE_DIR_ENV
-from inductor_device_options.diagnose import real_compile as _doctor_compile
-from inductor_device_options.diagnose.aoti_weights import refusing_runtime_header
-from inductor_device_options.diagnose.checks import Check
-from inductor_device_options.diagnose.raised_in import raised_in
+from inductor_device_options._diagnose import real_compile as _doctor_compile
+from inductor_device_options._diagnose.aoti_weights import refusing_runtime_header
+from inductor_device_options._diagnose.checks import Check
+from inductor_device_options._diagnose.raised_in import raised_in
 from inductor_device_options.introspection import DeviceOptionsSource
 from inductor_device_options.sample import RUNTIME_LIBRARY, SDK_INCLUDE_DIR
 

@@ -302,7 +302,7 @@ DESIGN_REGISTRATION = """
 import json, sys
 import torch._inductor.cpp_builder as cb
 import inductor_device_options as ido
-from inductor_device_options.cli import main
+from inductor_device_options._cli import main
 
 def acme(device_type, aot_mode, compile_only):
     return (["USE_ACME"], [], [], [], [], [], [])
@@ -636,8 +636,8 @@ def _two_declarations(site: Path) -> None:
 DUPLICATES = """
 import json, warnings
 import inductor_device_options as ido
-from inductor_device_options.lookup import entry_points as _entry_points
-from inductor_device_options.lookup import registry as _registry
+from inductor_device_options._lookup import entry_points as _entry_points
+from inductor_device_options._lookup import registry as _registry
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     options = ido.get_cpp_device_options("dupdev")
@@ -652,7 +652,7 @@ print(json.dumps({
 
 LIST = """
 import sys
-from inductor_device_options.cli import main
+from inductor_device_options._cli import main
 raise SystemExit(main(["list", "--json"]))
 """
 
@@ -763,7 +763,7 @@ import json, sys
 import torch._inductor.cpp_builder as cpp_builder
 from torch._dynamo import device_interface
 import inductor_device_options as ido
-from inductor_device_options.cli import main
+from inductor_device_options._cli import main
 
 door, include, lib = sys.argv[1:4]
 lists = (["USE_MOCK", "MAX2(a,b)=((a)>(b)?(a):(b))"], [include], [], [ido.runpath(lib)], [lib],

@@ -156,8 +156,8 @@ def test_an_entry_point_that_names_no_device_is_ignored_and_reported(site: Path)
     out = check_python(
         """
 import inductor_device_options as ido
-from inductor_device_options.lookup import entry_points as _entry_points
-from inductor_device_options.lookup import registry as _registry
+from inductor_device_options._lookup import entry_points as _entry_points
+from inductor_device_options._lookup import registry as _registry
 from torch._inductor.cpp_builder import CppTorchDeviceOptions
 from support import definitions_of
 print(sorted(source.device_type for source in ido.introspection.known_device_options_sources()))

@@ -18,11 +18,11 @@ from support import check_python
 
 from inductor_device_options import testing
 from inductor_device_options._fs import find_library
-from inductor_device_options.options import content_memo as _content_memo
-from inductor_device_options.options import identity as _identity
-from inductor_device_options.options.freshness import fresh_options
-from inductor_device_options.options.identity import IDENTITY_DEFINITION
-from inductor_device_options.options.model import CppDeviceOptions
+from inductor_device_options._options import content_memo as _content_memo
+from inductor_device_options._options import identity as _identity
+from inductor_device_options._options.freshness import fresh_options
+from inductor_device_options._options.identity import IDENTITY_DEFINITION
+from inductor_device_options._options.model import CppDeviceOptions
 
 HEADER = """\
 #pragma once
@@ -334,7 +334,7 @@ def test_a_link_to_the_root_of_the_file_system_is_not_walked(tmp_path: Path) -> 
     (include / "a.h").write_text("#pragma once\n")
     (include / "system").symlink_to("/")
     out = check_python(  # in a process of its own: a walk of "/" would take minutes
-        "from inductor_device_options.options import identity as _identity\n"
+        "from inductor_device_options._options import identity as _identity\n"
         f"print(_identity.sdk_identity([{str(include)!r}], [], []))\n",
         timeout=120,
     )
@@ -384,7 +384,7 @@ def test_an_unsearchable_link_target_is_recorded_not_fatal(tmp_path: Path) -> No
     try:
         out = check_python(
             DROP_ROOT_CAPABILITIES
-            + "from inductor_device_options.options import identity as _identity\n"
+            + "from inductor_device_options._options import identity as _identity\n"
             + f"print(_identity.sdk_identity([{str(include)!r}], [], []))\n"
             + "try:\n"
             + f"    os.stat({str(locked / 'header.h')!r})\n"

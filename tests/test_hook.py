@@ -27,8 +27,8 @@ from torch._inductor import config
 
 import inductor_device_options as ido
 from inductor_device_options._errors import raised_by_provider
-from inductor_device_options.hook import install as _hook
-from inductor_device_options.hook.serve import DEFAULTS_PROBE_DEVICE, installed
+from inductor_device_options._hook import install as _hook
+from inductor_device_options._hook.serve import DEFAULTS_PROBE_DEVICE, installed
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 
@@ -272,7 +272,7 @@ def test_device_interface_get_cpp_device_options_is_backported() -> None:
 def test_installing_twice_keeps_one_hook() -> None:
     hook = cpp_builder.get_cpp_torch_device_options
     _hook.install(cpp_builder)
-    ido.hook.install.arm()
+    ido._hook.install.arm()
     assert cpp_builder.get_cpp_torch_device_options is hook
     assert hook.__wrapped__ is installed().function_below  # type: ignore[attr-defined,union-attr]
 

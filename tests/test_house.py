@@ -17,7 +17,10 @@ import house  # noqa: E402
 PACKAGE = house.PACKAGE
 #: Rooms a lookup never needs: none of them may load in a process that only imports torch
 #: and looks up a device.
-NOT_RUNTIME = ("sample", "demo", "diagnose", "cli", "ascend", "introspection", "testing")
+NOT_RUNTIME = ("sample", "_demo", "_diagnose", "_cli", "ascend", "introspection", "testing")
+#: What a user may import: the package and these modules. Every other module has a leading
+#: ``_`` in its path (pluggy's line between the face and the house).
+FACE = ("introspection", "testing", "ascend", "sample")
 
 
 def test_no_module_over_400_lines_and_no_function_over_60() -> None:
@@ -89,12 +92,30 @@ def _imported_modules(path: Path) -> set[str]:
     return {name for name in found if name.startswith("inductor_device_options")}
 
 
+def _dotted(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join((PACKAGE.name, *(parts[:-1] if parts[-1] == "__init__" else parts)))
+
+
+def test_nothing_outside_the_face_looks_public() -> None:
+    """A module is the package itself, one of the FACE, or has a leading ``_`` in its path."""
+    modules = [_dotted(path) for path in sorted(PACKAGE.rglob("*.py"))]
+    face = {PACKAGE.name, *(f"{PACKAGE.name}.{name}" for name in FACE)}
+    public_looking = [
+        name
+        for name in modules
+        if name not in face and not any(part.startswith("_") for part in name.split(".")[1:])
+    ]
+    assert public_looking == []
+    assert {name for name in modules if name in face} == face  # each face module exists
+
+
 def test_the_sample_device_needs_no_demo() -> None:
     """The sample is a backend as a user would write one: the demo's harness (which logs a
     compile subprocess's commands to the demo) is hooked in by the autoload entry."""
     imports = {
         str(path.relative_to(PACKAGE)): sorted(
-            name for name in _imported_modules(path) if name.startswith(f"{PACKAGE.name}.demo")
+            name for name in _imported_modules(path) if name.startswith(f"{PACKAGE.name}._demo")
         )
         for path in sorted((PACKAGE / "sample").rglob("*.py"))
     }
@@ -137,7 +158,8 @@ def test_every_cache_is_bounded() -> None:
 
 def test_diagnose_computes_and_never_prints() -> None:
     printing = []
-    for path in sorted((PACKAGE / "diagnose").rglob("*.py")):
+    assert (PACKAGE / "_diagnose").is_dir()
+    for path in sorted((PACKAGE / "_diagnose").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             prints = (
                 isinstance(node, ast.Call)

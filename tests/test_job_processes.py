@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from support import SHARED_DIR_ENV, TESTS_DIR, process_alive, pythonpath_with
 
-from inductor_device_options.demo.distributed import JOB_ENV, stop_job_processes
+from inductor_device_options._demo.distributed import JOB_ENV, stop_job_processes
 
 SLEEP = [sys.executable, "-c", "import time; time.sleep(600)"]
 # A test run of its own, with this suite's conftest.py, on one xdist worker.
@@ -58,7 +58,7 @@ def test_a_sweep_kills_the_job_and_spares_itself_its_ancestors_and_other_runs(
 
     # The sweeping process runs in ``own_job``, under a shell of the session's ``job``.
     sweep = textwrap.dedent(f"""
-        from inductor_device_options.demo.distributed import stop_job_processes
+        from inductor_device_options._demo.distributed import stop_job_processes
         stopped = stop_job_processes(environment={{{SHARED_DIR_ENV!r}: {session!r}}})
         print(*sorted(process.pid for process in stopped))
         """)

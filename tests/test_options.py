@@ -11,9 +11,9 @@ import pytest
 from support import cpp_builder_keeps_whole
 
 from inductor_device_options import CppDeviceOptions, InvalidCppDeviceOptionsError
-from inductor_device_options.options.model import FIELDS
-from inductor_device_options.options.pipeline import finish
-from inductor_device_options.options.rules import snapshot, value_problem, value_problems
+from inductor_device_options._options.model import FIELDS
+from inductor_device_options._options.pipeline import finish
+from inductor_device_options._options.rules import snapshot, value_problem, value_problems
 
 
 def _with(field: str, value: object) -> tuple[list[object], ...]:
@@ -313,7 +313,7 @@ def test_fuzz_refused_or_one_argument_per_value(field: str) -> None:
 
 
 def test_where_the_rendering_is_not_recognised_only_plain_words_pass() -> None:
-    from inductor_device_options.options.rendering import _plain_word_problems
+    from inductor_device_options._options.rendering import _plain_word_problems
 
     options = CppDeviceOptions(
         [" USE_X", "A=b c"], ["/my sdk"], ["Wall"], [], ["/opt/lib"], ["it's"], ["-a 'b c'"]

@@ -19,7 +19,7 @@ import torch
 from support import assert_quoted
 
 import inductor_device_options as ido
-from inductor_device_options.hook.pt2_stamp import ACCEPT_MISMATCH_ENV, STAMP_KEY, package_stamp
+from inductor_device_options._hook.pt2_stamp import ACCEPT_MISMATCH_ENV, STAMP_KEY, package_stamp
 
 DEVICE = "stampdev"
 

@@ -10,8 +10,8 @@ import pytest
 from support import check_python, pythonpath_with, run_python, write_distribution
 
 import inductor_device_options as ido
-from inductor_device_options.lookup import entry_points as _entry_points
-from inductor_device_options.lookup import registry as _registry
+from inductor_device_options._lookup import entry_points as _entry_points
+from inductor_device_options._lookup import registry as _registry
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 
@@ -178,8 +178,8 @@ def options(device_type, aot_mode, compile_only):
 
 LOOKUP_WHILE_ANOTHER_THREAD_IMPORTS = """
 import os, sys, threading
-from inductor_device_options.lookup import entry_points as _entry_points
-from inductor_device_options.lookup import registry as _registry
+from inductor_device_options._lookup import entry_points as _entry_points
+from inductor_device_options._lookup import registry as _registry
 
 importing = threading.Event()
 def import_provider():

@@ -14,9 +14,9 @@ from torch._inductor.cpp_builder import CppTorchDeviceOptions
 
 import inductor_device_options as ido
 from inductor_device_options import testing
-from inductor_device_options.options import rules
-from inductor_device_options.options.identity import IDENTITY_DEFINITION
-from inductor_device_options.options.model import FIELDS
+from inductor_device_options._options import rules
+from inductor_device_options._options.identity import IDENTITY_DEFINITION
+from inductor_device_options._options.model import FIELDS
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 

@@ -25,8 +25,8 @@ from torch._inductor import config
 from torch._inductor.cpp_builder import CppBuilder, CppTorchDeviceOptions
 
 import inductor_device_options as ido
-from inductor_device_options.demo.elf import read_dynamic_section
-from inductor_device_options.options import tools
+from inductor_device_options._demo.elf import read_dynamic_section
+from inductor_device_options._options import tools
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 
@@ -379,8 +379,8 @@ XLINKER_PAIRS = [
 def test_the_word_after_xlinker_is_the_options_own(
     values: dict[str, list[str]], refused: str | None
 ) -> None:
-    from inductor_device_options.options.model import FIELDS
-    from inductor_device_options.options.pipeline import finish
+    from inductor_device_options._options.model import FIELDS
+    from inductor_device_options._options.pipeline import finish
 
     lists = tuple(values.get(field, []) for field in FIELDS)
     if refused is None:

@@ -17,7 +17,7 @@ import torch
 from support import TESTS_DIR, check_python, pythonpath_with
 from torch._inductor.codegen import common, cpp_utils
 
-from inductor_device_options.hook.backports import BACKPORT_MARK
+from inductor_device_options._hook.backports import BACKPORT_MARK
 
 #: torch 2.15 asks DeviceOpOverrides itself; earlier torch gets the package's backports.
 NATIVE_HOOKS = hasattr(common.DeviceOpOverrides, "aten_device_type")

@@ -25,10 +25,10 @@ from torch._inductor.codegen import common
 from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
 
 import inductor_device_options as ido
-from inductor_device_options import cli
-from inductor_device_options.diagnose.checks import Check, Context
-from inductor_device_options.diagnose.torch_hook_checks import check_torch_hooks
-from inductor_device_options.hook.torch_hooks import (
+from inductor_device_options import _cli as cli
+from inductor_device_options._diagnose.checks import Check, Context
+from inductor_device_options._diagnose.torch_hook_checks import check_torch_hooks
+from inductor_device_options._hook.torch_hooks import (
     device_include_path_names,
     uses_gpu_cpp_wrapper_instead,
 )
@@ -246,7 +246,7 @@ import types
 import torch
 
 import inductor_device_options as ido
-from inductor_device_options import cli
+from inductor_device_options import _cli as cli
 
 torch.utils.rename_privateuse1_backend("initdev")
 module = types.ModuleType("torch.initdev")

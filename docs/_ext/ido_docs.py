@@ -2,7 +2,7 @@
 
 * The command-line reference, generated. A page holds an empty ``{cli-reference}`` fence;
   when Sphinx reads the page, the fence is replaced by Markdown made from the real argparse
-  parser, ``inductor_device_options.cli.build_parser()``: every command, its usage line as
+  parser, ``inductor_device_options._cli.build_parser()``: every command, its usage line as
   argparse prints it, and every argument with its help. Nothing of it is written by hand,
   so it cannot drift from the code.
 * Constants under their public name. A constant re-exported by ``inductor_device_options``
@@ -108,7 +108,7 @@ def cli_reference_markdown(parser: argparse.ArgumentParser, level: int = 2) -> s
 def _replace_placeholder(app: Any, docname: str, source: list[str]) -> None:
     if not PLACEHOLDER.search(source[0]):
         return
-    from inductor_device_options import cli
+    from inductor_device_options import _cli as cli
 
     generated = cli_reference_markdown(cli.build_parser())
     source[0] = PLACEHOLDER.sub(lambda _: generated, source[0])

@@ -33,18 +33,18 @@ from ._errors import (
     RunpathError,
     SdkMismatchError,
 )
-from .hook.install import arm
-from .hook.lookups import default_cpp_device_options, get_cpp_device_options
-from .lookup.device_types import RESERVED_DEVICE_TYPES
-from .lookup.registry import (
+from ._hook.install import arm
+from ._hook.lookups import default_cpp_device_options, get_cpp_device_options
+from ._lookup.device_types import RESERVED_DEVICE_TYPES
+from ._lookup.registry import (
     ENTRY_POINT_GROUP,
     CppDeviceOptionsCallback,
     guarantee_cpp_device_options,
     register_cpp_device_options,
     unregister_cpp_device_options,
 )
-from .options.model import CppDeviceOptions
-from .options.runpath import runpath
+from ._options.model import CppDeviceOptions
+from ._options.runpath import runpath
 
 __version__ = "0.1.0"
 

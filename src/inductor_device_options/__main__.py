@@ -1,3 +1,3 @@
-from .cli import run_and_exit
+from ._cli import run_and_exit
 
 run_and_exit()

@@ -16,7 +16,7 @@ SAMPLE_DIR_ENV = "INDUCTOR_DEVICE_OPTIONS_SAMPLE_DIR"
 
 def arm() -> None:
     """Arm the hook (importing the package did; calling again does nothing)."""
-    from .hook.install import arm as arm_hook
+    from ._hook.install import arm as arm_hook
 
     arm_hook()
 
@@ -27,7 +27,7 @@ def sample() -> None:
     compiler commands it runs to that parent."""
     cache_dir = os.environ.get(SAMPLE_DIR_ENV)
     if cache_dir:
-        from .demo.compiler_commands import log_commands_for_parent
+        from ._demo.compiler_commands import log_commands_for_parent
         from .sample import autoload
 
         autoload(cache_dir)

@@ -62,7 +62,7 @@ def clear_group(group: str) -> None:
 #: module that registers while it is imported by a lookup).
 lock = threading.RLock()
 
-# --- lookup/: who serves a device ---------------------------------------------------------
+# --- _lookup/: who serves a device ---------------------------------------------------------
 #: Device type -> lookup.registry.Provider registered through the package's door.
 registered: dict[str, Any] = {}
 #: Device type -> lookup.registry.Provider loaded from a declared entry point.
@@ -75,21 +75,21 @@ declarations: list[Any] = []
 #: to torch's own registry where torch has one): infrastructure, kept by reset.
 registration_listeners: list[Callable[[str], None]] = []
 
-# --- hook/: the installation in torch._inductor.cpp_builder --------------------------------
+# --- _hook/: the installation in torch._inductor.cpp_builder --------------------------------
 #: [hook.install.Installation] once installed (a list: replaced whole, read without a lock).
 installation: list[Any] = []
 #: [the import watcher on sys.meta_path] once armed.
 watcher: list[Any] = []
-#: [whether a thread is inside the device module's _inductor_backend_init] (hook/backend_init,
+#: [whether a thread is inside the device module's _inductor_backend_init] (_hook/backend_init,
 #: torch 2.15's ``_privateuse1_backend_init_in_progress``; guarded by Dynamo's compile lock).
 backend_init_in_progress: list[bool] = [False]
 
-# --- hook/device_identity: the devices whose SDK identity keys Inductor's caches -----------
+# --- _hook/device_identity: the devices whose SDK identity keys Inductor's caches -----------
 #: Device types whose identity keys the caches while a diagnosis asks what the key would hold
 #: (doctor, for a device whose backend is not imported in its process).
 keyed_for_diagnosis: set[str] = set()
 
-# --- hook/asked: what builds asked and which warnings were given ---------------------------
+# --- _hook/asked: what builds asked and which warnings were given ---------------------------
 #: (device type served, device type asked) -> the codegen that asked, seen this process.
 not_asked_seen: BoundedCache[tuple[str, str], str] = cache(256)
 #: (device type served, device type asked) warned about already.

@@ -12,12 +12,12 @@ FUNCTION = "get_cpp_torch_device_options"
 REGISTER = "register_cpp_device_options"
 REGISTRY = "_cpp_device_options_registry"
 #: Its builder, and the builder's writers of the C++ project AOTInductor writes with
-#: ``aot_inductor.package_cpp_only`` (torch 2.6 has none): the hook wraps them (hook/cmake.py).
+#: ``aot_inductor.package_cpp_only`` (torch 2.6 has none): the hook wraps them (_hook/cmake.py).
 BUILDER = "CppBuilder"
 CMAKE_WRITERS = ("save_compile_cmd_to_cmake", "save_link_cmd_to_cmake")
 
-# --- torch 2.15's out-of-tree hooks in Inductor's codegen (hook/aten_device_type.py,
-# hook/backend_init.py backport them before 2.15) -------------------------------------------
+# --- torch 2.15's out-of-tree hooks in Inductor's codegen (_hook/aten_device_type.py,
+# _hook/backend_init.py backport them before 2.15) -------------------------------------------
 #: Inductor's C++ codegen helpers. Before 2.15 they map a device type to ATen's with the dict
 #: ``DEVICE_TO_ATEN``; torch 2.15 asks ``device_to_aten``, which asks the device's
 #: ``DeviceOpOverrides.aten_device_type()``.
@@ -40,7 +40,7 @@ COMPILE_FX = "torch._inductor.compile_fx"
 COMPILE_FX_MAIN = "_compile_fx_main"
 COMPILE_FX_FUNCTION = "compile_fx"
 
-# --- the SDK identity in Inductor's caches and packages (hook/cache_keys.py, hook/pt2_stamp.py)
+# --- the SDK identity in Inductor's caches and packages (_hook/cache_keys.py, _hook/pt2_stamp.py)
 #: Inductor's caches (``CacheBase.get_system()``) and AOTInductor's package writer; the
 #: modules that load packages (through ``torch._C._aoti.AOTIModelPackageLoader``).
 CODECACHE, CODECACHE_READY = "torch._inductor.codecache", "AotCodeCompiler"

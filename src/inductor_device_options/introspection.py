@@ -15,21 +15,21 @@ import sys
 from typing import Literal, NamedTuple
 
 from . import _state
-from ._torch_names import CPP_BUILDER, FUNCTION, REGISTER
-from .hook.chain import AdoptedFunction
-from .hook.serve import (
+from ._hook.chain import AdoptedFunction
+from ._hook.serve import (
     current_installation,
     interface_answering,
     native_dispatcher,
     source_of,
     torch_registry,
 )
-from .hook.torch_hooks import TorchHook
-from .hook.torch_hooks import torch_hooks as _torch_hooks
-from .lookup import registry as _registry
-from .lookup.device_types import RESERVED_DEVICE_TYPES, normalize_device_type
-from .lookup.entry_points import declared_entry_points
-from .lookup.interfaces import interface_description
+from ._hook.torch_hooks import TorchHook
+from ._hook.torch_hooks import torch_hooks as _torch_hooks
+from ._lookup import registry as _registry
+from ._lookup.device_types import RESERVED_DEVICE_TYPES, normalize_device_type
+from ._lookup.entry_points import declared_entry_points
+from ._lookup.interfaces import interface_description
+from ._torch_names import CPP_BUILDER, FUNCTION, REGISTER
 
 __all__ = [
     "DeviceOptionsSource",

@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from typing import NamedTuple
 from unittest import mock
 
+from ._lookup.registry import registered_cpp_device_options
 from ._state import reset
-from .lookup.registry import registered_cpp_device_options
 
 __all__ = ["StandInAscend", "registered_cpp_device_options", "reset", "stand_in_ascend"]
 

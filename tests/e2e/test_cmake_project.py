@@ -30,7 +30,7 @@ from cmake_projects import (
 from support import check_python, torch_writes_cmake
 from test_extern_kernels import ConvolutionThenAddmm, random_tensors
 
-from inductor_device_options.demo.elf import read_dynamic_section
+from inductor_device_options._demo.elf import read_dynamic_section
 from inductor_device_options.sample import (
     DEVICE_NAME,
     SampleDevice,

@@ -1,6 +1,6 @@
 """A real distributed job: ``torchrun --standalone --nproc_per_node=2``, gloo on the CPU.
 
-Each rank runs ``demo/distributed_job.py``, a user script that imports only torch: the
+Each rank runs ``_demo/distributed_job.py``, a user script that imports only torch: the
 sample device and its C++ options reach the rank through torch's backend autoload. The
 ranks share one Inductor cache, the session's, as ranks on one node do. What each rank
 saw comes from the rank itself (its report) and from the compiler commands that every
@@ -19,8 +19,8 @@ import pytest
 from support import process_alive, torch_has_compile_subprocess, torch_precompiles_cpp_headers
 
 from inductor_device_options import default_cpp_device_options
-from inductor_device_options.demo.compiler_commands import added_options, rendered_flags
-from inductor_device_options.demo.distributed import (
+from inductor_device_options._demo.compiler_commands import added_options, rendered_flags
+from inductor_device_options._demo.distributed import (
     JOB_SCRIPT,
     JobProcess,
     JobResult,
@@ -28,9 +28,9 @@ from inductor_device_options.demo.distributed import (
     job_processes,
     run_job,
 )
-from inductor_device_options.demo.distributed_job import STALL_TEARDOWN_ENV
-from inductor_device_options.demo.elf import read_dynamic_section
-from inductor_device_options.options.identity import IDENTITY_DEFINITION
+from inductor_device_options._demo.distributed_job import STALL_TEARDOWN_ENV
+from inductor_device_options._demo.elf import read_dynamic_section
+from inductor_device_options._options.identity import IDENTITY_DEFINITION
 from inductor_device_options.sample import (
     DEVICE_MACRO,
     DEVICE_NAME,

@@ -31,7 +31,7 @@ from fleet import Fleet
 from redis_server import redis_server
 
 from inductor_device_options.sample import SampleDevice
-from inductor_device_options.sample.sdk import install_sdk
+from inductor_device_options.sample._sdk import install_sdk
 
 SHIM = Path("include") / "sampledev" / "c_shim.h"
 A_PRODUCT = "aoti_torch_cpu_mm_out, out, self, mat2)"

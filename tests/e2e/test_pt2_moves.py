@@ -17,7 +17,7 @@ from fleet import Fleet
 from support import assert_quoted
 
 from inductor_device_options.sample import RUNTIME_LIBRARY_FILE, SampleDevice
-from inductor_device_options.sample.sdk import install_sdk
+from inductor_device_options.sample._sdk import install_sdk
 
 
 @pytest.fixture(scope="module")

@@ -12,12 +12,12 @@ import pytest
 import torch
 from support import cpp_wrapper_device_header, run_python, torch_has_compile_subprocess
 
-from inductor_device_options.demo.compiler_commands import (
+from inductor_device_options._demo.compiler_commands import (
     CompilerCommand,
     last_shared_library,
     record_compiler_commands,
 )
-from inductor_device_options.demo.elf import read_dynamic_section
+from inductor_device_options._demo.elf import read_dynamic_section
 from inductor_device_options.sample import (
     DEVICE_MACRO,
     DEVICE_NAME,

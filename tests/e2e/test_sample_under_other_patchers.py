@@ -19,7 +19,7 @@ from test_sample_device import (
     cpu_inputs,
 )
 
-from inductor_device_options.demo.compiler_commands import (
+from inductor_device_options._demo.compiler_commands import (
     last_shared_library,
     record_compiler_commands,
 )

@@ -36,7 +36,7 @@ from support import (
     shared_test_dir,
 )
 
-from inductor_device_options.diagnose.doctor import COMPILE_CHECKS
+from inductor_device_options._diagnose.doctor import COMPILE_CHECKS
 
 REGDEV_DIR = Path(__file__).resolve().parent / "regdev"
 DEVICE = "regdev"
@@ -405,7 +405,7 @@ MEASURE = """
     def weights_model(packaged):
         # doctor --compile's own model with weights, built as a user builds it (the C++ of
         # doctor's build and this one is the same, which Inductor's code cache shares).
-        from inductor_device_options.diagnose.compile_models import linear_model
+        from inductor_device_options._diagnose.compile_models import linear_model
 
         module, inputs, eager = linear_model()
         want = eager()
@@ -553,7 +553,7 @@ def test_doctor_asks_the_overrides_what_real_builds_ask(
 ) -> None:
     from torch._inductor.codegen.common import DeviceOpOverrides
 
-    from inductor_device_options.diagnose.overrides_checks import asked_methods
+    from inductor_device_options._diagnose.overrides_checks import asked_methods
 
     measured = measure(SETUP_BY_NAME["C"])
     called = {

@@ -42,7 +42,7 @@ its ``fix``; one installed under a path g++ cannot be given as one argument (a
 space in a library dir, a quote, a newline: as the running torch renders each
 field) raises :class:`CannPathError` saying which and what to do.
 
-What ``doctor`` reads off the provider (``inductor_device_options.lookup.provider_attributes``):
+What ``doctor`` reads off the provider (``inductor_device_options._lookup.provider_attributes``):
 ``cpp_device_options.inductor_headers``, what torch_npu's ``CppWrapperNpu`` includes (it
 cannot be imported without the device runtime), and ``cpp_device_options.doctor_hints``,
 the Ascend words for its fixes and whether torch_npu is installed at all.

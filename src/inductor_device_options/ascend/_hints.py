@@ -1,6 +1,6 @@
 """What ``doctor`` adds to its fixes for ``npu``, and when it leaves ``npu`` out of
 ``doctor --all`` (``cpp_device_options.doctor_hints``: see
-``inductor_device_options.lookup.provider_attributes``)."""
+``inductor_device_options._lookup.provider_attributes``)."""
 
 from __future__ import annotations
 

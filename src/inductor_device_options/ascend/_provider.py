@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
+from .._hook.lookups import default_cpp_device_options
+from .._lookup.provider_attributes import HEADERS_ATTRIBUTE, HINTS_ATTRIBUTE, IDENTITY_ATTRIBUTE
+from .._options.model import CppDeviceOptions
 from .._state import BoundedCache
-from ..hook.lookups import default_cpp_device_options
-from ..lookup.provider_attributes import HEADERS_ATTRIBUTE, HINTS_ATTRIBUTE, IDENTITY_ATTRIBUTE
-from ..options.model import CppDeviceOptions
 from ._cache import cache
 from ._cann import CannInstall, cann_version, find_cann
 from ._errors import CannPathError
@@ -86,7 +86,7 @@ def sdk_identity(device_type: str) -> str | None:
     return None if version is None else f"CANN {version}"
 
 
-# What the package reads off the provider (lookup/provider_attributes.py): CANN's release for
+# What the package reads off the provider (_lookup/provider_attributes.py): CANN's release for
 # the SDK identity; for doctor, the headers torch_npu's codegen includes and the Ascend words
 # for its fixes.
 setattr(cpp_device_options, IDENTITY_ATTRIBUTE, sdk_identity)
@@ -123,7 +123,7 @@ def _check_paths(options: CppDeviceOptions, cann: CannInstall, torch_npu: TorchN
     """Raise ``CannPathError`` for a CANN or torch_npu dir that would not reach g++ as one
     argument (a space where Inductor does not quote, a quote, a newline): the generic
     validation error would not say that CANN's location is the cause."""
-    from ..options.pipeline import final_value_problem
+    from .._options.pipeline import final_value_problem
 
     for field in ("include_dirs", "libraries_dirs"):
         for value in getattr(options, field):

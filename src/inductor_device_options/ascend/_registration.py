@@ -6,8 +6,8 @@ from __future__ import annotations
 import warnings
 from typing import Literal
 
-from ..lookup.device_types import normalize_device_type
-from ..lookup.registry import (
+from .._lookup.device_types import normalize_device_type
+from .._lookup.registry import (
     register_cpp_device_options,
     registered_provider,
     unregister_cpp_device_options,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import CppDeviceOptions, register_cpp_device_options
-from .sdk import (
+from ._sdk import (
     DEVICE_MACRO,
     DEVICE_NAME,
     RUNTIME_LIBRARY,
@@ -121,7 +121,7 @@ def autoload(cache_dir: str) -> None:
 def _build_and_register(cache_dir: Path, verbose: bool) -> SampleDevice:
     import torch
 
-    from .device import load_extension, register_device
+    from ._device import load_extension, register_device
 
     # A build per torch version: the extension links against libtorch's C++ ABI.
     torch_build_dir = cache_dir / f"torch-{torch.__version__}"

@@ -1,0 +1,96 @@
+"""Which devices doctor checks: an unknown one (nothing serves it), every one of the
+process (``doctor --all``), one whose provider says it cannot be on this machine, and the
+object that serves a device, whose attributes doctor reads (``_lookup/provider_attributes``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .. import ENTRY_POINT_GROUP
+from .._errors import CppDeviceOptionsError
+from .._hook.serve import loaded_source, served_interface
+from .._lookup.device_types import RESERVED_DEVICE_TYPES
+from .._lookup.entry_points import find_provider
+from .._lookup.provider_attributes import hints_of
+from .._torch_names import CPP_BUILDER
+from ..introspection import DeviceOptionsSource, hook_state, known_device_options_sources
+from .provider_loading import PROG
+
+#: torch's own function, the one a device without any provider falls through to.
+STOCK_FUNCTION = f"{CPP_BUILDER}.get_cpp_torch_device_options"
+
+
+class UnknownDeviceError(CppDeviceOptionsError):
+    """No provider, declaration, device interface or torch itself knows the device."""
+
+
+def unknown_device(device_type: str, source: DeviceOptionsSource) -> UnknownDeviceError | None:
+    """The error to report when nothing provides options for ``device_type``, else None.
+
+    Unknown: no registration, entry point or device interface, not a device torch knows
+    (cpu, cuda, xpu, mps), and torch's own function is the one Inductor calls (a
+    replacement of it may well serve the device).
+    """
+    known = [known.device_type for known in known_device_options_sources()]
+    if device_type in known or source.kind != "torch":
+        return None
+    if source.description != STOCK_FUNCTION or hook_state().replaced_by is not None:
+        return None
+    return UnknownDeviceError(
+        f"unknown device {device_type!r}: no provider is registered or declared for it and "
+        "torch computes no options of its own for it, so Inductor would compile it with "
+        f"torch's defaults only. Known devices: {', '.join(known)}.\n"
+        "Declare a provider in the distribution of the device's backend (pyproject.toml):\n"
+        f"    [project.entry-points.{ENTRY_POINT_GROUP}]\n"
+        f'    {device_type} = "your_backend.module:cpp_device_options"\n'
+        "or check a callback that is not declared with --provider module:callable.",
+        device_type=device_type,
+    )
+
+
+def all_devices() -> list[DeviceOptionsSource]:
+    """What ``doctor --all`` checks: every device this process knows a source for, but
+    torch's own (cpu, cuda, xpu, mps)."""
+    return [
+        source
+        for source in known_device_options_sources()
+        if source.device_type not in RESERVED_DEVICE_TYPES
+    ]
+
+
+def serving_object(device_type: str, source: DeviceOptionsSource) -> object | None:
+    """What serves the device's options: a provider callback or a DeviceInterface, whose
+    attributes may declare the headers Inductor includes and doctor's hints."""
+    if source.kind in ("registration", "entry point"):
+        provider = find_provider(device_type)
+        callback: object = provider.callback if provider is not None else None
+        return callback
+    if source.kind == "device interface":
+        return served_interface(device_type)
+    if source.kind == "cpp_builder registration":
+        loaded = loaded_source(device_type)
+        return loaded.call if loaded is not None else None
+    return None
+
+
+def absent_device(source: DeviceOptionsSource) -> str | None:
+    """Why ``doctor --all`` leaves out a device whose provider says it cannot be present
+    on this machine (its ``doctor_hints["absent"]``), or None: it is checked."""
+    try:
+        absent = hints_of(serving_object(source.device_type, source)).get("absent")
+    except Exception:  # a provider that cannot be loaded: doctor reports it
+        return None
+    if not callable(absent):
+        return None
+    reason = _ask(absent)
+    if not isinstance(reason, str):
+        return None
+    return f"{reason}; `{PROG} doctor {source.device_type}` checks it anyway"
+
+
+def _ask(absent: Callable[[], object]) -> object:
+    try:
+        return absent()
+    except Exception:  # a hint that fails says nothing: the device is checked
+        return None

@@ -1,0 +1,292 @@
+"""Installing the hook into ``torch._inductor.cpp_builder``, when and however it is imported.
+
+Inductor asks ``cpp_builder.get_cpp_torch_device_options`` (a module-global lookup at
+call time, from ``CppTorchDeviceOptions.__init__``). We either
+
+* **hook**: replace that function once with an entry of the chain (``chain``) that asks the
+  package's sources in order (``serve``), then the function that was there before (stock torch or
+  another backend's patch), called with its arguments unchanged. The hook also gives the
+  module the design's registry API, ``register_cpp_device_options`` and
+  ``_cpp_device_options_registry``, where torch lacks it, and, before torch 2.15, torch
+  2.15's ``DeviceInterface.get_cpp_device_options`` lookup around stock torch's function; or
+* **native**: when torch itself has ``register_cpp_device_options`` (the upstream form
+  of this design), also register a dispatcher per registered device there.
+
+Importing torch._inductor costs about a second, so nothing here imports it eagerly:
+``arm()`` installs as soon as ``torch._inductor.cpp_builder`` is imported by anyone.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Iterable, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from .. import _state
+from .._lookup.device_types import RESERVED_DEVICE_TYPES
+from .._torch_names import (
+    BUILDER,
+    CMAKE_WRITERS,
+    CODECACHE,
+    CODECACHE_READY,
+    CODEGEN_COMMON,
+    COMPILE_FX,
+    COMPILE_FX_FUNCTION,
+    CPP_BUILDER,
+    CPP_UTILS,
+    DEVICE_TO_ATEN,
+    DEVICE_TO_ATEN_FUNCTION,
+    FUNCTION,
+    INIT_BACKEND_REGISTRATION,
+    NATIVE_BACKEND_INIT_FLAG,
+    PACKAGE_LOADER,
+    PACKAGE_LOADER_READY,
+    PT2_ARCHIVE,
+    PT2_ARCHIVE_READY,
+    REGISTER,
+    REGISTRY,
+)
+from .backports import (
+    BACKPORT_MARK,
+    backport_registry_api,
+    is_torch_function,
+    with_interface_lookup,
+)
+from .chain import Chain, make_adopting
+from .serve import (
+    Installation,
+    is_served,
+    native_below_default,
+    native_dispatcher,
+    serve_device,
+    torch_registry,
+)
+
+if TYPE_CHECKING:
+    import importlib.machinery
+
+
+def install(module: ModuleType) -> None:
+    """Install into an imported ``cpp_builder`` module; idempotent.
+
+    Installs again where the module was executed anew (``importlib.reload``) or its
+    attribute was written past the chain.
+    """
+    with _state.lock:
+        _wrap_cmake_writers(module)
+        _install_hook(module)
+
+
+def _install_hook(module: ModuleType) -> None:
+    with _state.lock:
+        current = module.__dict__[FUNCTION]
+        installation = _state.installation[0] if _state.installation else None
+        # Imported with the hook, not with the package: only processes that build C++.
+        from .asked import observer
+
+        observe = observer(is_served)
+        if (
+            installation is not None
+            and installation.module is module
+            and installation.chain.owns(current)
+        ):
+            return
+        native_register = module.__dict__.get(REGISTER)
+        if callable(native_register) and not getattr(native_register, BACKPORT_MARK, False):
+            chain = Chain(
+                module,
+                current,
+                serve_device,
+                native_below_default(module, current),
+                observe=observe,
+            )
+            _state.installation[:] = [Installation(module, "native", chain, native_register)]
+            make_adopting(module, chain)
+            if _forward_registration not in _state.registration_listeners:
+                _state.registration_listeners.append(_forward_registration)
+            for device_type in sorted(_state.registered):
+                _forward_registration(device_type)
+            return
+        backport_registry_api(module)
+        from torch._dynamo.device_interface import DeviceInterface
+
+        backport = not hasattr(DeviceInterface, "get_cpp_device_options") and is_torch_function(
+            current
+        )
+        below = with_interface_lookup(current) if backport else current
+        module_dict = module.__dict__
+
+        def serves_reserved(device_type: str) -> bool:
+            # On every lookup of torch's own devices: as cheap as a dict lookup can be.
+            registry = module_dict.get(REGISTRY)
+            return registry is not None and device_type in registry
+
+        chain = Chain(
+            module,
+            current,
+            serve_device,
+            lambda args, kwargs: below(*args, **kwargs),
+            call_below=below,
+            serves_reserved=serves_reserved,
+            observe=observe,
+        )
+        _state.installation[:] = [Installation(module, "hook", chain, backport=backport)]
+        make_adopting(module, chain)
+
+
+def _wrap_cmake_writers(module: ModuleType) -> None:
+    """The builder's CMake writers, wrapped once: for a device the package serves, the C++
+    project AOTInductor writes builds (``_hook/cmake.py``, imported at their first call)."""
+    builder = module.__dict__.get(BUILDER)
+    for name in CMAKE_WRITERS:
+        writer = getattr(builder, name, None)
+        if writer is not None and not getattr(writer, BACKPORT_MARK, False):
+            setattr(builder, name, _cmake_writer(name, writer))
+
+
+def _cmake_writer(name: str, torch_writer: Any) -> Any:
+    def write(self: object, *args: object, **kwargs: object) -> None:
+        from .cmake import write
+
+        write(name, torch_writer, self, args, kwargs)
+
+    write.__wrapped__ = torch_writer  # type: ignore[attr-defined]
+    setattr(write, BACKPORT_MARK, True)
+    return write
+
+
+def _forward_registration(device_type: str) -> None:
+    installation = _state.installation[0] if _state.installation else None
+    if installation is None or installation.native_register is None:
+        return
+    if device_type in RESERVED_DEVICE_TYPES:
+        return
+    with _state.lock:
+        if (torch_registry(installation.module) or {}).get(device_type) is native_dispatcher:
+            return
+        installation.native_register(device_type, native_dispatcher)
+
+
+#: The modules of torch the package installs into when they are imported: what installs, and
+#: what the module defines once executed far enough to install into. The hook into
+#: cpp_builder, torch 2.15's codegen hooks before 2.15, the SDK identity in the cache keys and
+#: AOTInductor packages (each installer's module is imported only with the module it serves).
+INSTALLERS = {
+    CPP_BUILDER: (f"{__name__}:install", FUNCTION),
+    CPP_UTILS: (f"{__package__}.aten_device_type:install", DEVICE_TO_ATEN),
+    CODEGEN_COMMON: (f"{__package__}.backend_init:install_into_common", INIT_BACKEND_REGISTRATION),
+    COMPILE_FX: (f"{__package__}.backend_init:install_into_compile_fx", COMPILE_FX_FUNCTION),
+    CODECACHE: (f"{__package__}.codecache:install", CODECACHE_READY),
+    PACKAGE_LOADER: (f"{__package__}.pt2_stamp:install_loader_check", PACKAGE_LOADER_READY),
+    PT2_ARCHIVE: (f"{__package__}.pt2_stamp:install_loader_check", PT2_ARCHIVE_READY),
+}
+
+
+def _native_hook(module: ModuleType) -> bool:
+    """Whether torch has the codegen hook ``module`` would get (torch 2.15): then its
+    installer is not even imported, so that what every process loads stays small."""
+    if module.__name__ == CPP_UTILS:
+        native = module.__dict__.get(DEVICE_TO_ATEN_FUNCTION)
+        return native is not None and not getattr(native, BACKPORT_MARK, False)
+    if module.__name__ in (CODEGEN_COMMON, COMPILE_FX):
+        common = sys.modules.get(CODEGEN_COMMON)
+        return common is None or NATIVE_BACKEND_INIT_FLAG in common.__dict__
+    return False
+
+
+def _install_into(module: ModuleType) -> None:
+    installer, ready = INSTALLERS.get(module.__name__, ("", ""))
+    if not installer or module.__dict__.get(ready) is None:
+        return
+    if _native_hook(module):
+        return
+    module_name, function = installer.split(":")
+    getattr(importlib.import_module(module_name), function)(module)
+
+
+def rebind(name: str, original: object, replacement: object) -> None:
+    """Put ``replacement`` wherever torch's modules bound ``original`` as ``name`` (a module
+    that imported it by name before the package installed keeps no stale copy)."""
+    for module_name, module in list(sys.modules.items()):
+        if module_name.startswith("torch.") and getattr(module, name, None) is original:
+            module.__dict__[name] = replacement
+
+
+class _InstallAfterExec:
+    """Wraps a watched module's loader. (Plain classes: importlib.abc costs milliseconds.)"""
+
+    def __init__(self, loader: Any):
+        self._loader = loader
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        module: ModuleType | None = self._loader.create_module(spec)
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._loader.exec_module(module)
+        _install_into(module)
+
+    def __getattr__(self, name: str) -> Any:  # get_source, get_filename, ... for tools
+        return getattr(self._loader, name)
+
+
+class _ImportWatcher:
+    """Stays on sys.meta_path: ``importlib.reload(cpp_builder)`` finds the module's spec
+    again, and executing it anew writes torch's function past the chain."""
+
+    @staticmethod
+    def arm() -> None:
+        """For ``serve.installed``, which cannot import this module: install now."""
+        arm()
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None,
+        target: ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in INSTALLERS:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _InstallAfterExec(spec.loader)  # type: ignore[assignment]
+        return spec
+
+
+def arm() -> None:
+    """Install the hook now if ``torch._inductor.cpp_builder`` is imported, else as soon as
+    it is (and torch 2.15's codegen hooks, before 2.15, with their modules). Cheap and
+    idempotent; ``import inductor_device_options`` calls it (and so does ``import torch``,
+    through the package's ``torch.backends`` entry point).
+
+    Call it again after writing ``cpp_builder.__dict__["get_cpp_torch_device_options"]``
+    directly, the one assignment the hook does not see, to install the hook over it.
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> ido.arm()  # installed already, or at the first import of cpp_builder
+    """
+    with _state.lock:
+        if not _state.watcher or _state.watcher[0] not in sys.meta_path:
+            _state.watcher[:] = [_ImportWatcher()]
+            sys.meta_path.insert(0, _state.watcher[0])
+    install_imported(INSTALLERS)
+
+
+def install_imported(names: Iterable[str]) -> None:
+    """Install into those of the watched modules ``names`` that are imported already (an
+    import that went past the watcher)."""
+    with _state.lock:
+        for name in names:
+            module = sys.modules.get(name)
+            if module is not None:
+                _install_into(module)

@@ -1,0 +1,124 @@
+"""What callers ask of the hook: the options Inductor gets for a device, what it gets
+without the package (for a provider to extend), and the package's own answer."""
+
+from __future__ import annotations
+
+from .._lookup.device_types import RESERVED_DEVICE_TYPES, normalize_device_type
+from .._options.model import CppDeviceOptions
+from .._torch_names import FUNCTION
+from .in_progress import bypassing, pending_default_for
+from .serve import (
+    in_torch_registry,
+    installed,
+    native_dispatcher,
+    torch_registry,
+    without_package,
+)
+
+
+def default_cpp_device_options(
+    device_type: str, aot_mode: bool = False, compile_only: bool = False
+) -> CppDeviceOptions:
+    """What ``device_type`` gets without this package's sources: for a provider to extend.
+
+    Inside a lookup (a provider calling it): what the function below the package gave for
+    this very lookup — stock torch, or the replacement another backend assigned, with the
+    lookup's own arguments (torch 2.15's ``cpp_stdlib=`` included). Outside one: what
+    Inductor's function gives the device when the package does not serve it. It calls no
+    provider of the package, so a provider may call it for its own device.
+
+    Args:
+        device_type: ``"npu"`` or ``"npu:0"``.
+        aot_mode: AOTInductor (True) or cpp_wrapper / JIT (False).
+        compile_only: options for compiling to an object only (True), or for linking too.
+
+    Returns:
+        A :class:`CppDeviceOptions` of fresh lists, free to extend.
+
+    Raises:
+        InvalidDeviceTypeError: ``device_type`` is not a device name.
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> def acme_options(device_type, aot_mode, compile_only):
+        ...     options = ido.default_cpp_device_options(device_type, aot_mode, compile_only)
+        ...     options.definitions.append("USE_ACME")
+        ...     return options
+        >>> torch_only = ido.default_cpp_device_options("acme")
+        >>> with ido.testing.registered_cpp_device_options("acme", acme_options):
+        ...     served = ido.get_cpp_device_options("acme")
+        ...     assert ido.default_cpp_device_options("acme") == torch_only
+        >>> served.definitions == [*torch_only.definitions, "USE_ACME"]
+        True
+    """
+    name = normalize_device_type(device_type)
+    installed()
+    pending = pending_default_for(name, bool(aot_mode), bool(compile_only))
+    result = without_package(name, aot_mode, compile_only) if pending is None else pending()
+    return CppDeviceOptions.of(result)
+
+
+def get_cpp_device_options(
+    device_type: str, aot_mode: bool = False, compile_only: bool = False
+) -> CppDeviceOptions:
+    """Exactly what Inductor's ``CppTorchDeviceOptions`` gets for ``device_type``: the
+    answer of ``torch._inductor.cpp_builder.get_cpp_torch_device_options``, whoever gives
+    it (imports ``torch._inductor``).
+
+    Args:
+        device_type: ``"npu"`` or ``"npu:0"`` (asked for as ``"npu"``, as Inductor does).
+        aot_mode: AOTInductor (True) or cpp_wrapper / JIT (False).
+        compile_only: options for compiling to an object only (True), or for linking too.
+
+    Returns:
+        A :class:`CppDeviceOptions` of fresh lists.
+
+    Raises:
+        InvalidDeviceTypeError: ``device_type`` is not a device name.
+        InvalidCppDeviceOptionsError: a provider of the package's door returned options
+            g++ would not receive as meant.
+        ProviderLoadError: the device's declared provider cannot be imported.
+        Exception: whatever the device's provider raises, with a note naming it (Python
+            3.11 and later).
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> options = ido.get_cpp_device_options("cpu", aot_mode=True)
+        >>> isinstance(options, ido.CppDeviceOptions), options._fields[0]
+        (True, 'definitions')
+    """
+    # Inductor passes device names without an index; torch's native registry only knows those.
+    name = normalize_device_type(device_type)
+    module = installed().module
+    result = getattr(module, FUNCTION)(
+        device_type=name, aot_mode=aot_mode, compile_only=compile_only
+    )
+    return CppDeviceOptions.of(result)
+
+
+def package_cpp_device_options(
+    device_type: str, aot_mode: bool = False, compile_only: bool = False
+) -> CppDeviceOptions | None:
+    """What this package's sources give ``device_type`` (None: they do not serve it), the
+    chain around them left out."""
+    from .._lookup.resolve import serve
+
+    name = normalize_device_type(device_type)
+    if name in RESERVED_DEVICE_TYPES and not in_torch_registry(name):
+        return None
+    installation = installed()
+    with bypassing(name):
+        served = serve(
+            name,
+            aot_mode,
+            compile_only,
+            torch_registry=torch_registry(installation.module),
+            serve_interfaces=True,
+            default=lambda: installation.module.__dict__[FUNCTION](name, aot_mode, compile_only),
+            own_dispatcher=native_dispatcher,
+        )
+    if served is None:
+        return None
+    if isinstance(served, CppDeviceOptions):
+        return served.copy()
+    return CppDeviceOptions.of(served)  # type: ignore[arg-type]

@@ -1,0 +1,251 @@
+"""What the hook serves: the package's sources for a device, in lookup order, between
+Inductor's question and the function below the package, and who serves a device.
+
+The installation itself (``install``) stores an :class:`Installation` in the package's
+state; everything here reads it from there.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+from .. import _state
+from .._errors import add_note
+from .._lookup.device_types import RESERVED_DEVICE_TYPES, normalize_device_type
+from .._lookup.interfaces import interface_defining_cpp_options
+from .._options.model import CppDeviceOptions
+from .._torch_names import CPP_BUILDER, FUNCTION, REGISTRY
+from .chain import Args, Chain, DeviceOptionsFunction, Kwargs, device_type_of, flags
+from .in_progress import Thunk, bypassing, is_bypassed, pending_default
+
+# Never a registered device: asking torch's native function for it gives the
+# defaults every out-of-tree device gets, bypassing its registry.
+DEFAULTS_PROBE_DEVICE = "inductor_device_options_defaults_probe"
+
+if TYPE_CHECKING:
+    from .._lookup.resolve import Source
+
+OptionsTuple = tuple[list[str], list[str], list[str], list[str], list[str], list[str], list[str]]
+
+
+class Installation(NamedTuple):
+    module: ModuleType
+    mode: Literal["hook", "native"]
+    chain: Chain
+    native_register: Callable[[str, DeviceOptionsFunction], None] | None = None
+    #: Whether the bottom of the chain asks DeviceInterface.get_cpp_device_options as
+    #: torch 2.15 does (a torch before 2.15, whose own function does not).
+    backport: bool = False
+
+    @property
+    def function_below(self) -> DeviceOptionsFunction:
+        """The function there when the hook was installed (native: torch's own)."""
+        return self.chain.function_below
+
+
+def installed() -> Installation:
+    """The installation; importing ``cpp_builder`` first where it is not imported yet (the
+    package's import watcher installs the hook then)."""
+    if _state.installation:  # providers call this on every lookup: no locks then
+        return _state.installation[0]  # type: ignore[no-any-return]
+    import torch._inductor.cpp_builder  # noqa: F401
+
+    if not _state.installation and _state.watcher:
+        # Imported past the watcher (a finder placed before it): install into it now.
+        _state.watcher[0].arm()
+    if not _state.installation:
+        raise RuntimeError(
+            "inductor-device-options: the hook is not installed in "
+            "torch._inductor.cpp_builder: call inductor_device_options.arm()"
+        )
+    return _state.installation[0]  # type: ignore[no-any-return]
+
+
+def current_installation() -> Installation | None:
+    """The installation, or None while waiting for ``cpp_builder`` to be imported."""
+    return _state.installation[0] if _state.installation else None
+
+
+def serve_device(device_type: str, args: Args, kwargs: Kwargs, default: Thunk) -> Any:
+    """The package's sources for ``device_type``, ``default`` being what is below them."""
+    from .._lookup.resolve import serve
+
+    installation = installed()
+    aot_mode, compile_only = flags(args, kwargs)
+    check_cpp_stdlib(device_type, args, kwargs, lambda: source_of(device_type))
+    with pending_default(device_type, aot_mode, compile_only, default):
+        served = serve(
+            device_type,
+            aot_mode,
+            compile_only,
+            torch_registry=torch_registry(installation.module),
+            serve_interfaces=True,
+            default=default,
+            own_dispatcher=native_dispatcher,
+        )
+    return served.as_tuple() if isinstance(served, CppDeviceOptions) else served
+
+
+def torch_registry(module: ModuleType) -> Mapping[str, object] | None:
+    # Read at each lookup, as torch's function reads its module global.
+    registry = module.__dict__.get(REGISTRY)
+    return registry if isinstance(registry, Mapping) else None
+
+
+def check_cpp_stdlib(
+    device_type: str, args: Args, kwargs: Kwargs, served_by: Callable[[], Source | None]
+) -> None:
+    """torch 2.15 rejects a ``cpp_stdlib=`` it would ignore (``_validate_cpp_stdlib``) before
+    it looks for a device's options: a device the package serves is checked the same way,
+    before its provider is called. ``served_by()``: the source, None: not served. Only a
+    source with the package's guarantees gets a note naming it: a registration through
+    torch's door gets torch's error exactly."""
+    cpp_stdlib = args[3] if len(args) > 3 else kwargs.get("cpp_stdlib")
+    if cpp_stdlib is None or cpp_stdlib == "libstdc++":  # torch's default: nothing to check
+        return
+    validate = getattr(installed().module, "_validate_cpp_stdlib", None)
+    if validate is None:  # before 2.15 torch has no such parameter
+        return
+    source = served_by()
+    if source is None:  # the function below decides, as without the package
+        return
+    aot_mode, _ = flags(args, kwargs)
+    try:
+        validate(cpp_stdlib, device_type, aot_mode)
+    except Exception as error:
+        if source.guaranteed:
+            add_note(
+                error,
+                f"device {device_type!r} gets its C++ options from the {source.kind} "
+                f"{source.description}; torch checks cpp_stdlib for it as for its own devices",
+            )
+        raise
+
+
+def native_dispatcher(
+    device_type: str, aot_mode: bool = False, compile_only: bool = False
+) -> OptionsTuple:
+    """What this package registers in torch's native registry for its registrations."""
+    from .._lookup.resolve import serve
+
+    name = normalize_device_type(device_type)
+    installation = installed()
+    if is_bypassed(name):
+        # Computing the device's default, and torch's function asked its registry anyway (a
+        # function adopted after the hook called torch's own): give torch's defaults.
+        return installation.function_below(DEFAULTS_PROBE_DEVICE, aot_mode, compile_only)  # type: ignore[no-any-return]
+    served = serve(
+        name,
+        aot_mode,
+        compile_only,
+        torch_registry=None,
+        serve_interfaces=False,
+        default=lambda: without_package(name, aot_mode, compile_only),
+    )
+    if served is None:  # The registration went away: give what torch gives.
+        return without_package(name, aot_mode, compile_only)
+    return served.as_tuple() if isinstance(served, CppDeviceOptions) else served  # type: ignore[return-value]
+
+
+def without_package(device_type: str, aot_mode: bool, compile_only: bool) -> OptionsTuple:
+    """What Inductor's function gives a normalized device when the package does not serve
+    it, as fresh lists."""
+    with bypassing(device_type):
+        result = installed().module.__dict__[FUNCTION](device_type, aot_mode, compile_only)
+    return tuple(list(values) for values in result)  # type: ignore[return-value]
+
+
+def native_below_default(
+    module: ModuleType, function_below: DeviceOptionsFunction
+) -> Callable[[Args, Kwargs], Any]:
+    """What torch's own function gives a device, its registry left out."""
+
+    def below_default(args: Args, kwargs: Kwargs) -> Any:
+        # Asking torch's function for a device it has no registration for gives the
+        # defaults every out-of-tree device gets, bypassing its registry.
+        device_type = device_type_of(args, kwargs)
+        registry = torch_registry(module) or {}
+        if type(device_type) is str and device_type in registry:
+            args, kwargs = for_device(DEFAULTS_PROBE_DEVICE, args, kwargs)
+        return function_below(*args, **kwargs)
+
+    return below_default
+
+
+def for_device(device_type: str, args: Args, kwargs: Kwargs) -> tuple[Args, Kwargs]:
+    if args:
+        return (device_type, *args[1:]), kwargs
+    return args, {**kwargs, "device_type": device_type}
+
+
+def is_served(device_type: str) -> bool:
+    """Whether the package knows a source of options for ``device_type`` (either door)."""
+    return source_of(device_type) is not None or interface_answering(device_type) is not None
+
+
+def in_torch_registry(device_type: str) -> bool:
+    module = sys.modules.get(CPP_BUILDER)
+    registry = torch_registry(module) if module is not None else None
+    return registry is not None and device_type in registry
+
+
+def source_of(device_type: str) -> Source | None:
+    """The package's source for a normalized device (not loaded), or None."""
+    from .._lookup.resolve import find_source
+
+    module = sys.modules.get(CPP_BUILDER)
+    registry = torch_registry(module) if module is not None else None
+    if device_type in RESERVED_DEVICE_TYPES and (registry is None or device_type not in registry):
+        return None
+    return find_source(
+        device_type,
+        registry,
+        serve_interfaces=True,
+        load=False,
+        own_dispatcher=native_dispatcher,
+    )
+
+
+def interface_answering(device_type: str) -> type | None:
+    """The device's DeviceInterface, where the function below asks it: torch 2.15's own
+    function, or the backport around stock torch."""
+    if device_type in RESERVED_DEVICE_TYPES:
+        return None
+    interface = interface_defining_cpp_options(device_type)
+    if interface is None:
+        return None
+    installation = current_installation()
+    if installation is not None and installation.backport:
+        return interface
+    from torch._dynamo.device_interface import DeviceInterface
+
+    return interface if hasattr(DeviceInterface, "get_cpp_device_options") else None
+
+
+def served_interface(device_type: str) -> type | None:
+    """The DeviceInterface whose get_cpp_device_options serves ``device_type``, if any."""
+    source = source_of(device_type)
+    if source is not None and source.kind != "device interface":
+        return None
+    return interface_defining_cpp_options(device_type)
+
+
+def loaded_source(device_type: str) -> Source | None:
+    """The source that serves a normalized device, its provider loaded (an entry point's
+    module imported), or None: torch serves it. For ``doctor``, which calls it directly."""
+    from .._lookup.resolve import find_source
+
+    source = source_of(device_type)
+    if source is None or source.call is not None:
+        return source
+    module = sys.modules.get(CPP_BUILDER)
+    return find_source(
+        device_type,
+        torch_registry(module) if module is not None else None,
+        serve_interfaces=True,
+        load=True,
+        own_dispatcher=native_dispatcher,
+    )

@@ -1,0 +1,225 @@
+"""A device's options as CMake commands, for the C++ project AOTInductor writes
+(``aot_inductor.package_cpp_only``): every value one quoted argument, as g++ would get it,
+and the SDK's paths as cache variables whose defaults are the paths of the machine that
+wrote the project. Pure: no torch import (``_hook/cmake.py`` writes what this renders).
+
+The cache variables of a device ``sampledev``:
+
+``SAMPLEDEV_SDK_INCLUDE_DIRS``
+    the include dirs of its options that torch's own defaults do not have;
+``SAMPLEDEV_SDK_LIBRARY_DIRS``
+    its library dirs, likewise;
+``SAMPLEDEV_SDK_RUNPATH_DIRS``
+    the dirs of its runpath ldflags (``Wl,-rpath,DIR``, what ``runpath()`` gives), each
+    linked as ``-Wl,-rpath,DIR``; by default the library dirs, where the options give a
+    runpath for each of them and no other, so that one variable moves both.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from .._errors import InvalidCppDeviceOptionsError
+from .model import CppDeviceOptions
+
+#: An ldflag of this form, a dir after it, is a runpath (``runpath()``'s shape).
+RUNPATH_PREFIX = "Wl,-rpath,"
+#: The first line of what the package writes into a project: names the device it serves.
+_SECTION = "# inductor-device-options: device '{device}', served by the {kind}\n# {description}:"
+_SECTION_DEVICE = re.compile(r"^# inductor-device-options: device '([A-Za-z0-9_]+)'", re.MULTILINE)
+# What a CMake argument cannot carry as one value: ';' splits lists, '$<' starts a generator
+# expression that the target commands evaluate, a line end cuts the command.
+_UNREPRESENTABLE = (
+    (";", "CMake splits a list at ';'"),
+    ("$<", "CMake evaluates '$<' as a generator expression"),
+    ("\n", "it would cut the CMake command"),
+    ("\r", "it would cut the CMake command"),
+    ("\x00", "CMake files cannot hold NUL"),
+)
+
+
+class Served(NamedTuple):
+    """Who serves ``device_type``, and what of its options torch's defaults lack."""
+
+    device_type: str
+    kind: str  # the source's kind: "registration", "entry point", ...
+    description: str  # the provider, as a person finds it
+    own: CppDeviceOptions  # the device's values torch's defaults lack, in their order
+
+
+def own_options(served: CppDeviceOptions, defaults: CppDeviceOptions) -> CppDeviceOptions:
+    """The values of ``served`` that ``defaults`` (what torch gives the device) lack."""
+    lacking = []
+    for values, default in zip(served, defaults, strict=True):
+        torch_gives = set(default)
+        lacking.append([value for value in values if value not in torch_gives])
+    return CppDeviceOptions.of(lacking)
+
+
+def variable(device_type: str, what: str) -> str:
+    """``SAMPLEDEV_SDK_INCLUDE_DIRS`` for ``("sampledev", "INCLUDE_DIRS")``."""
+    return f"{re.sub(r'[^A-Za-z0-9]', '_', device_type).upper()}_SDK_{what}"
+
+
+def device_of_project(text: str) -> str | None:
+    """The device whose section the package wrote into a CMakeLists.txt, or None."""
+    found = _SECTION_DEVICE.search(text)
+    return found.group(1) if found else None
+
+
+def argument(served: Served, field: str, value: str) -> str:
+    """``value`` as one quoted CMake argument; raises InvalidCppDeviceOptionsError, naming
+    the device and the provider, for a value CMake cannot carry."""
+    return f'"{_escaped(served, field, value)}"'
+
+
+def _list_argument(served: Served, field: str, values: Sequence[str]) -> str:
+    """``values`` as one quoted CMake list (a cache variable's default)."""
+    return '"' + ";".join(_escaped(served, field, value) for value in values) + '"'
+
+
+def _escaped(served: Served, field: str, value: str) -> str:
+    for text, why in _UNREPRESENTABLE:
+        if text in value:
+            raise InvalidCppDeviceOptionsError(
+                f"device {served.device_type!r}: {field} value {value!r} (from "
+                f"{served.description}) cannot be written into the C++ project AOTInductor "
+                f"writes (aot_inductor.package_cpp_only): it holds {text!r}, and {why}",
+                device_type=served.device_type,
+                provider=served.description,
+                field=field,
+                value=value,
+            )
+    return escape(value)
+
+
+def escape(value: str) -> str:
+    """``value`` as it is written inside a quoted CMake argument."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+
+
+def _arguments(served: Served, field: str, values: Sequence[str], prefix: str = "") -> str:
+    return " ".join(argument(served, field, prefix + value) for value in values)
+
+
+def compile_section(target: str, served: Served, *, standalone: bool) -> str:
+    """What the package appends to torch's compile commands for a device it serves: the
+    include dirs; in torch's standalone branch (``compile_standalone``, which writes none of
+    them), also the definitions, cflags and passthrough args."""
+    own = served.own
+    lines = [
+        "",
+        _SECTION.format(
+            device=served.device_type, kind=served.kind, description=served.description
+        ),
+        "# what torch's CMake leaves out of its options. The SDK's paths are cache variables:",
+        "# on another machine, configure with that machine's (cmake -D<VARIABLE>=<dirs>).",
+    ]
+    lines += _dirs_variable(target, served, "include_dirs", "INCLUDE_DIRS", "include")
+    if standalone and own.definitions:
+        # torch renders "-D {value}": the words around the value are not the macro's.
+        definitions = [value.strip() for value in own.definitions]
+        arguments = _arguments(served, "definitions", definitions)
+        lines.append(f"target_compile_definitions({target} PRIVATE {arguments})")
+    if standalone and own.cflags:
+        arguments = _arguments(served, "cflags", own.cflags, prefix="-")
+        lines.append(f"target_compile_options({target} PRIVATE {arguments})")
+    if standalone and own.passthrough_args:
+        # SHELL: keeps each value's words together (CMake de-duplicates options otherwise).
+        words = [f"SHELL:{shlex.join(shlex.split(value))}" for value in own.passthrough_args]
+        arguments = _arguments(served, "passthrough_args", words)
+        lines.append(f"target_compile_options({target} PRIVATE {arguments})")
+    return "\n".join(lines) + "\n\n"
+
+
+def link_section(
+    target: str, served: Served, ldflags: Sequence[str], libraries: Sequence[str]
+) -> str:
+    """torch's link commands for a device the package serves, rendered as g++ gets them
+    (``ldflags`` and ``libraries``: every one the build has), then the device's library
+    dirs and runpaths as cache variables."""
+    runpaths = _runpath_dirs(served.own.ldflags)
+    flags = [flag for flag in ldflags if flag not in runpaths]
+    lines = [
+        "",
+        "# Add linker flags",
+        f"target_link_options({target} PRIVATE {_arguments(served, 'ldflags', flags, '-')})",
+        "",
+        "# Add libraries",
+        f"target_link_libraries({target} PRIVATE {_libraries(served, libraries)})",
+        "",
+        f"# inductor-device-options: device {served.device_type!r}: its library dirs and runpaths.",
+    ]
+    lines += _dirs_variable(target, served, "libraries_dirs", "LIBRARY_DIRS", "link")
+    if runpaths:
+        lines += _runpath_lines(target, served, list(runpaths.values()))
+    return "\n".join(lines) + "\n"
+
+
+def _dirs_variable(target: str, served: Served, field: str, what: str, command: str) -> list[str]:
+    dirs: list[str] = getattr(served.own, field)
+    if not dirs:
+        return []
+    name = variable(served.device_type, what)
+    default = _list_argument(served, field, dirs)
+    kind = "include" if field == "include_dirs" else "library"
+    return [
+        f"set({name} {default} CACHE STRING \"Device {served.device_type}: its SDK's {kind} "
+        'dirs (a ;-list)")',
+        f"target_{command}_directories({target} PRIVATE ${{{name}}})",
+    ]
+
+
+def _runpath_dirs(ldflags: Sequence[str]) -> dict[str, str]:
+    """The device's runpath ldflags, each with its dir."""
+    return {
+        flag: flag[len(RUNPATH_PREFIX) :]
+        for flag in ldflags
+        if flag.startswith(RUNPATH_PREFIX) and not re.search(r"[,:]", flag[len(RUNPATH_PREFIX) :])
+    }
+
+
+def _runpath_lines(target: str, served: Served, dirs: list[str]) -> list[str]:
+    name = variable(served.device_type, "RUNPATH_DIRS")
+    library_dirs = variable(served.device_type, "LIBRARY_DIRS")
+    dirs_variable = f"_{name.lower()}"
+    each = f"${{{dirs_variable}_dir}}"
+    why = "g++ splits -Wl, at commas, the loader splits a runpath at ':' and expands '$'"
+    # Empty, the default: the library dirs, as configured (a default taken from them would
+    # stay in the cache when they are configured anew).
+    follows = dirs == list(served.own.libraries_dirs)
+    default = '""' if follows else _list_argument(served, "ldflags", dirs)
+    lines = [
+        f'set({name} {default} CACHE STRING "Device {served.device_type}: the dirs the loader '
+        "searches for its libraries (RUNPATH, a ;-list"
+        + (f"; empty: {library_dirs})" if follows else ")")
+        + '")',
+        f"set({dirs_variable} ${{{name}}})",
+    ]
+    if follows:
+        lines += [
+            f"if(NOT {dirs_variable})",
+            f"  set({dirs_variable} ${{{library_dirs}}})",
+            "endif()",
+        ]
+    return [
+        *lines,
+        f"foreach({each[2:-1]} IN LISTS {dirs_variable})",
+        f'  if(NOT IS_ABSOLUTE "{each}" OR "{each}" MATCHES "[,:$]")',
+        f"    message(FATAL_ERROR \"{name}: '{each}' is not an absolute dir free of ',', ':' "
+        f"and '$' ({why})\")",
+        "  endif()",
+        f'  target_link_options({target} PRIVATE "-Wl,-rpath,{each}")',
+        "endforeach()",
+    ]
+
+
+def _libraries(served: Served, libraries: Sequence[str]) -> str:
+    # A name is a library (or torch's imported target); ":file" is ld's exact file name.
+    return " ".join(
+        argument(served, "libraries", f"-l{name}" if name.startswith(":") else name)
+        for name in libraries
+    )
