@@ -7,15 +7,20 @@ was loaded and guaranteed, where the hook is installed, and the caches. Every ca
 package: every room may import it.
 
 :func:`reset` gives a process the package's state at import, registrations, declarations
-read and warnings given included; the installed hook stays (it is torch's module that
-holds it). ``inductor_device_options.testing.reset`` is its public name, for tests.
+read and warnings given included; the hook, its watcher and chains stay (torch's module
+holds them); a thread's lookups under way pop what they pushed. ``testing.reset`` is its
+public name, for tests.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:  # types alone: this module imports none of the package's
+    from ._hook.install import ImportWatcher
+    from ._hook.serve import Installation
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -76,13 +81,30 @@ declarations: list[Any] = []
 registration_listeners: list[Callable[[str], None]] = []
 
 # --- _hook/: the installation in torch._inductor.cpp_builder --------------------------------
-#: [hook.install.Installation] once installed (a list: replaced whole, read without a lock).
-installation: list[Any] = []
-#: [the import watcher on sys.meta_path] once armed.
-watcher: list[Any] = []
-#: [whether a thread is inside the device module's _inductor_backend_init] (_hook/backend_init,
+#: The hook's installation once installed (replaced whole, read without a lock).
+installation: Installation | None = None
+#: The import watcher on sys.meta_path, once armed.
+watcher: ImportWatcher | None = None
+#: Whether a function was ever adopted into a chain: until one is, a lookup need not look
+#: at its thread's frames (the fast path). A flag: an adopted function runs without a lock.
+adopted_once: bool = False
+#: Whether a thread is inside the device module's _inductor_backend_init (_hook/backend_init,
 #: torch 2.15's ``_privateuse1_backend_init_in_progress``; guarded by Dynamo's compile lock).
-backend_init_in_progress: list[bool] = [False]
+backend_init_in_progress: bool = False
+
+
+class _ThisThread(threading.local):
+    """This thread's lookups under way, pushed and popped by them (``_hook/in_progress``,
+    ``_lookup/resolve``)."""
+
+    def __init__(self) -> None:
+        self.frames: list[list[Any]] = []  # per adopted function running: [device, chained]
+        self.defaults: list[tuple[str, bool, bool, Callable[[], Any]]] = []  # per lookup
+        self.bypassed: set[str] = set()  # devices whose default is being computed
+        self.serving: set[str] = set()  # devices whose provider runs (no recursion)
+
+
+this_thread = _ThisThread()
 
 # --- _hook/device_identity: the devices whose SDK identity keys Inductor's caches -----------
 #: Device types whose identity keys the caches while a diagnosis asks what the key would hold
@@ -99,7 +121,9 @@ not_asked_warned: BoundedCache[tuple[str, str], bool] = cache(256)
 def reset() -> None:
     """Forget registrations, loaded and declared providers, guarantees, warnings given and
     every cache: the state of a process that just imported the package."""
+    global backend_init_in_progress
     with lock:
+        backend_init_in_progress = False
         registered.clear()
         loaded.clear()
         guaranteed.clear()

@@ -66,14 +66,14 @@ def run_backend_init() -> None:
     with compile_lock:
         # Again under the lock: another thread may have registered the device meanwhile.
         hook = pending_backend_init()
-        if hook is None or _state.backend_init_in_progress[0]:
+        if hook is None or _state.backend_init_in_progress:
             return
-        _state.backend_init_in_progress[0] = True
+        _state.backend_init_in_progress = True
         try:
             _load_torchs_device_op_overrides()
             hook()
         finally:
-            _state.backend_init_in_progress[0] = False
+            _state.backend_init_in_progress = False
 
 
 def _load_torchs_device_op_overrides() -> None:

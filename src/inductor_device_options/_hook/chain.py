@@ -34,8 +34,9 @@ from typing import Any, Literal, NamedTuple
 from .. import _state
 from .._lookup.device_types import RESERVED_DEVICE_TYPES, normalize_device_type
 from .._lookup.registry import describe_callable
+from .._state import this_thread
 from .._torch_names import FUNCTION
-from .in_progress import Thunk, local
+from .in_progress import Thunk
 
 _CHAIN_ATTRIBUTE = "_inductor_device_options_chain"
 # A dunder name: unittest.mock objects raise AttributeError for those instead of inventing one.
@@ -106,12 +107,6 @@ class AdoptedFunction(NamedTuple):
 
     description: str
     behaviour: Behaviour
-
-
-# Whether any function was ever adopted, in any chain: until one is, a lookup need not look
-# at its thread's frames (the fast path of torch's own devices). Never reset: a flag, so
-# that running an adopted function takes no lock.
-_adopted_once = [False]
 
 
 def device_type_of(args: Args, kwargs: Kwargs) -> Any:
@@ -191,7 +186,7 @@ class Chain:
             state = self._state_of(value)
             if state is None:
                 state = self._state(Adopted(value), self.current)
-                _adopted_once[0] = True
+                _state.adopted_once = True
             self.current = state
             self.module.__dict__[FUNCTION] = state.entry
         return True
@@ -227,7 +222,7 @@ class Chain:
             device_type = args[0] if args else kwargs.get("device_type")
             if observe is not None:
                 observe(device_type)
-            frames = local.frames if _adopted_once[0] else None
+            frames = this_thread.frames if _state.adopted_once else None
             if frames and _same_device(frames[-1][0], device_type):
                 frames[-1][1] = True  # an adopted function above called back: it chains
             if (
@@ -279,7 +274,7 @@ class Chain:
         adopted = state.adopted
         if adopted is None:
             return self._evaluate_bottom(self._served_device(args, kwargs), args, kwargs)
-        frames = local.frames
+        frames = this_thread.frames
         frame = [device_type, False]
         frames.append(frame)
         error: Exception | None = None
@@ -313,14 +308,14 @@ class Chain:
             device: str | None = device_type
         else:
             device = _device_name(args, kwargs)
-        return None if device is None or device in local.bypassed else device
+        return None if device is None or device in this_thread.bypassed else device
 
     def _evaluate_bottom(self, device: str | None, args: Args, kwargs: Kwargs) -> Any:
         if device is not None:
             served = self._serve(device, args, kwargs, lambda: self._below_default(args, kwargs))
             if served is not None:
                 return served
-        elif local.bypassed:
+        elif this_thread.bypassed:
             return self._below_default(args, kwargs)
         return self.call_below(*args, **kwargs)
 

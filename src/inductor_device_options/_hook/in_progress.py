@@ -4,26 +4,16 @@ devices whose lookups skip the package's sources while their default is computed
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from .._state import this_thread
 
 Thunk = Callable[[], Any]
 
 # The frame ``bypassing`` pushes: lookups under it are no call-back of an adopted function.
 BARRIER = object()
-
-
-class _Local(threading.local):
-    def __init__(self) -> None:
-        # One frame per adopted function running: [device, chained].
-        self.frames: list[list[Any]] = []
-        self.defaults: list[tuple[str, bool, bool, Thunk]] = []
-        self.bypassed: set[str] = set()
-
-
-local = _Local()
 
 
 @contextmanager
@@ -38,37 +28,37 @@ def pending_default(
             cached.append(default())
         return cached[0]
 
-    local.defaults.append((device_type, aot_mode, compile_only, once))
+    this_thread.defaults.append((device_type, aot_mode, compile_only, once))
     try:
         yield
     finally:
-        local.defaults.pop()
+        this_thread.defaults.pop()
 
 
 def pending_default_for(device_type: str, aot_mode: bool, compile_only: bool) -> Thunk | None:
     """The default of the lookup under way for this device and flags, if there is one."""
-    for pending in reversed(local.defaults):
-        if pending[:3] == (device_type, aot_mode, compile_only):
-            return pending[3]
+    for device, aot, only, default in this_thread.defaults[::-1]:  # the innermost first
+        if (device, aot, only) == (device_type, aot_mode, compile_only):
+            return default
     return None
 
 
 def is_bypassed(device_type: str) -> bool:
     """Whether this thread computes ``device_type``'s default right now."""
-    return device_type in local.bypassed
+    return device_type in this_thread.bypassed
 
 
 @contextmanager
 def bypassing(device_type: str) -> Iterator[None]:
     """Lookups of ``device_type`` skip the package's sources (to compute its default)."""
-    added = device_type not in local.bypassed
-    local.bypassed.add(device_type)
+    added = device_type not in this_thread.bypassed
+    this_thread.bypassed.add(device_type)
     # A barrier frame: the lookup made here is not a call-back of the function running
     # (torch's own function, reaching its registry under it, in native mode).
-    local.frames.append([BARRIER, False])
+    this_thread.frames.append([BARRIER, False])
     try:
         yield
     finally:
-        local.frames.pop()
+        this_thread.frames.pop()
         if added:
-            local.bypassed.discard(device_type)
+            this_thread.bypassed.discard(device_type)

@@ -82,7 +82,7 @@ def install(module: ModuleType) -> None:
 def _install_hook(module: ModuleType) -> None:
     with _state.lock:
         current = module.__dict__[FUNCTION]
-        installation = _state.installation[0] if _state.installation else None
+        installation = _state.installation
         # Imported with the hook, not with the package: only processes that build C++.
         from .asked import observer
 
@@ -102,7 +102,7 @@ def _install_hook(module: ModuleType) -> None:
                 native_below_default(module, current),
                 observe=observe,
             )
-            _state.installation[:] = [Installation(module, "native", chain, native_register)]
+            _state.installation = Installation(module, "native", chain, native_register)
             make_adopting(module, chain)
             if _forward_registration not in _state.registration_listeners:
                 _state.registration_listeners.append(_forward_registration)
@@ -132,7 +132,7 @@ def _install_hook(module: ModuleType) -> None:
             serves_reserved=serves_reserved,
             observe=observe,
         )
-        _state.installation[:] = [Installation(module, "hook", chain, backport=backport)]
+        _state.installation = Installation(module, "hook", chain, backport=backport)
         make_adopting(module, chain)
 
 
@@ -158,7 +158,7 @@ def _cmake_writer(name: str, torch_writer: Any) -> Any:
 
 
 def _forward_registration(device_type: str) -> None:
-    installation = _state.installation[0] if _state.installation else None
+    installation = _state.installation
     if installation is None or installation.native_register is None:
         return
     if device_type in RESERVED_DEVICE_TYPES:
@@ -232,7 +232,7 @@ class _InstallAfterExec:
         return getattr(self._loader, name)
 
 
-class _ImportWatcher:
+class ImportWatcher:
     """Stays on sys.meta_path: ``importlib.reload(cpp_builder)`` finds the module's spec
     again, and executing it anew writes torch's function past the chain."""
 
@@ -276,9 +276,9 @@ def arm() -> None:
         >>> ido.arm()  # installed already, or at the first import of cpp_builder
     """
     with _state.lock:
-        if not _state.watcher or _state.watcher[0] not in sys.meta_path:
-            _state.watcher[:] = [_ImportWatcher()]
-            sys.meta_path.insert(0, _state.watcher[0])
+        if _state.watcher is None or _state.watcher not in sys.meta_path:
+            _state.watcher = ImportWatcher()
+            sys.meta_path.insert(0, _state.watcher)
     install_imported(INSTALLERS)
 
 

@@ -23,11 +23,11 @@ in.
 
 from __future__ import annotations
 
-import threading
 import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from .. import _state
 from .._errors import (
     PROVIDER_ATTRIBUTE,
     CppDeviceOptionsError,
@@ -46,10 +46,6 @@ if TYPE_CHECKING:
 
 SourceKind = Literal["registration", "cpp_builder registration", "entry point", "device interface"]
 Thunk = Callable[[], Any]
-
-# The devices whose options this thread is computing: a provider that asks for its own
-# device would otherwise recurse until RecursionError.
-_in_progress = threading.local()
 
 
 class Source(NamedTuple):
@@ -149,9 +145,8 @@ def serve(
     Raises ``ProviderRecursionError`` when the device's provider, directly or not, asks for
     the options of that same device.
     """
-    active: set[str] | None = getattr(_in_progress, "devices", None)
-    if active is None:
-        active = _in_progress.devices = set()
+    # A provider that asks for its own device would otherwise recurse until RecursionError.
+    active = _state.this_thread.serving
     source = find_source(
         device_type,
         torch_registry,
