@@ -28,9 +28,7 @@ def test_the_license_is_installed_with_the_distribution() -> None:
 
 
 def _imports_between_modules() -> dict[str, set[str]]:
-    """Which of the package's modules each module imports (at the top or in a function).
-    An import under ``if TYPE_CHECKING:`` is for the type checker alone, never run: it is
-    not one (``_state`` names the types of what the rooms above it keep there)."""
+    """Which of the package's modules each module imports (at the top or in a function)."""
     import ast
 
     package = Path(ido.__file__).parent
@@ -44,17 +42,7 @@ def _imports_between_modules() -> dict[str, set[str]]:
         is_package = path.name == "__init__.py"
         here = name if is_package else name.rpartition(".")[0]
         imported: set[str] = set()
-        tree = ast.parse(path.read_text())
-        for_types_alone = {
-            id(inner)
-            for node in ast.walk(tree)
-            if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
-            for statement in node.body
-            for inner in ast.walk(statement)
-        }
-        for node in ast.walk(tree):
-            if id(node) in for_types_alone:
-                continue
+        for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
                 base = here
                 for _ in range(node.level - 1):

@@ -16,11 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
-
-if TYPE_CHECKING:  # types alone: this module imports none of the package's
-    from ._hook.install import ImportWatcher
-    from ._hook.serve import Installation
+from typing import Any, Generic, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -81,10 +77,12 @@ declarations: list[Any] = []
 registration_listeners: list[Callable[[str], None]] = []
 
 # --- _hook/: the installation in torch._inductor.cpp_builder --------------------------------
-#: The hook's installation once installed (replaced whole, read without a lock).
-installation: Installation | None = None
-#: The import watcher on sys.meta_path, once armed.
-watcher: ImportWatcher | None = None
+# Typed where they are made and read (_hook/serve, _hook/install): importing their types
+# here, even for the type checker alone, would tie this module to the rooms above it.
+#: The hook's installation once installed (an Installation: replaced whole, read without a lock).
+installation: Any = None
+#: The import watcher on sys.meta_path, once armed (an ImportWatcher).
+watcher: Any = None
 #: Whether a function was ever adopted into a chain: until one is, a lookup need not look
 #: at its thread's frames (the fast path). A flag: an adopted function runs without a lock.
 adopted_once: bool = False

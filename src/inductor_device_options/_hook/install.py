@@ -57,6 +57,7 @@ from .backports import (
 from .chain import Chain, make_adopting
 from .serve import (
     Installation,
+    current_installation,
     is_served,
     native_below_default,
     native_dispatcher,
@@ -82,7 +83,7 @@ def install(module: ModuleType) -> None:
 def _install_hook(module: ModuleType) -> None:
     with _state.lock:
         current = module.__dict__[FUNCTION]
-        installation = _state.installation
+        installation = current_installation()
         # Imported with the hook, not with the package: only processes that build C++.
         from .asked import observer
 
@@ -158,7 +159,7 @@ def _cmake_writer(name: str, torch_writer: Any) -> Any:
 
 
 def _forward_registration(device_type: str) -> None:
-    installation = _state.installation
+    installation = current_installation()
     if installation is None or installation.native_register is None:
         return
     if device_type in RESERVED_DEVICE_TYPES:

@@ -49,7 +49,7 @@ class Installation(NamedTuple):
 def installed() -> Installation:
     """The installation; importing ``cpp_builder`` first where it is not imported yet (the
     package's import watcher installs the hook then)."""
-    installation = _state.installation
+    installation = current_installation()
     if installation is not None:  # providers call this on every lookup: no locks then
         return installation
     import torch._inductor.cpp_builder  # noqa: F401
@@ -57,17 +57,19 @@ def installed() -> Installation:
     if _state.installation is None and _state.watcher is not None:
         # Imported past the watcher (a finder placed before it): install into it now.
         _state.watcher.arm()
-    if _state.installation is None:
+    installation = current_installation()
+    if installation is None:
         raise RuntimeError(
             "inductor-device-options: the hook is not installed in "
             "torch._inductor.cpp_builder: call inductor_device_options.arm()"
         )
-    return _state.installation
+    return installation
 
 
 def current_installation() -> Installation | None:
     """The installation, or None while waiting for ``cpp_builder`` to be imported."""
-    return _state.installation
+    installation: Installation | None = _state.installation
+    return installation
 
 
 def serve_device(device_type: str, args: Args, kwargs: Kwargs, default: Thunk) -> Any:
