@@ -49,8 +49,8 @@ class Installation(NamedTuple):
 def installed() -> Installation:
     """The installation; importing ``cpp_builder`` first where it is not imported yet (the
     package's import watcher installs the hook then)."""
-    installation = current_installation()
-    if installation is not None:  # providers call this on every lookup: no locks then
+    installation: Installation | None = _state.installation
+    if installation is not None:  # providers call this on every lookup: no locks, no call
         return installation
     import torch._inductor.cpp_builder  # noqa: F401
 
