@@ -299,7 +299,7 @@ except OSError as error:
 
 
 DESIGN_REGISTRATION = """
-import json, sys
+import dataclasses, json, sys
 import torch._inductor.cpp_builder as cb
 import inductor_device_options as ido
 from inductor_device_options._cli import main
@@ -310,7 +310,7 @@ def acme(device_type, aot_mode, compile_only):
 cb.register_cpp_device_options("acme", acme)
 from inductor_device_options import introspection
 print(json.dumps([introspection.registered_device_types(),
-                  introspection.device_options_source("acme")._asdict()]))
+                  dataclasses.asdict(introspection.device_options_source("acme"))]))
 sys.stdout.flush()
 raise SystemExit(main(sys.argv[1:]))
 """
@@ -335,9 +335,14 @@ def test_registrations_through_cpp_builder_are_reported(command: list[str]) -> N
         "kind": "cpp_builder registration",
         "description": "__main__.acme",
         "guaranteed": False,
+        "fallback": False,
+        "provider": None,  # introspection hands out no provider
     }
-    # JSON v1 carries the kind under its earlier name too.
-    in_json = {**source, "source": source["kind"]}
+    # JSON v1 carries the kind under its earlier name too, and neither of the last two.
+    in_json = {
+        **{key: value for key, value in source.items() if key not in ("fallback", "provider")},
+        "source": source["kind"],
+    }
     document = json.loads(rest)
     if command[0] == "list":
         assert in_json in document["devices"]

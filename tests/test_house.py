@@ -49,7 +49,9 @@ def test_the_public_face_is_small_and_every_name_is_listed() -> None:
         and not isinstance(value, (type(ido), type(__future__.annotations)))
     } - set(names)
     assert leaked == set()
-    functions = [name for name in names if name.islower() and name not in ("arm", "runpath")]
+    functions = [
+        name for name in names if name.islower() and name not in ("arm", "runpath", "value_problem")
+    ]
     assert all(name.endswith("_cpp_device_options") for name in functions), functions
 
 
@@ -116,16 +118,26 @@ def test_nothing_outside_the_face_looks_public() -> None:
     assert {name for name in modules if name in face} == face  # each face module exists
 
 
-def test_the_sample_device_needs_no_demo() -> None:
-    """The sample is a backend as a user would write one: the demo's harness (which logs a
-    compile subprocess's commands to the demo) is hooked in by the autoload entry."""
-    imports = {
+@pytest.mark.parametrize("room", ["ascend", "sample"])
+def test_the_model_providers_use_only_the_face(room: str) -> None:
+    """ascend/ and sample/ are backends as a user would write them: they import the public
+    face (the package's names, ``introspection``, ``testing``) and their own modules,
+    nothing behind the face. The sample needs no demo either: the demo's harness (which logs
+    a compile subprocess's commands) is hooked in by the autoload entry."""
+    import inductor_device_options
+
+    face = {PACKAGE.name, *(f"{PACKAGE.name}.{name}" for name in inductor_device_options.__all__)}
+    whole = tuple(f"{PACKAGE.name}.{name}" for name in ("introspection", "testing", room))
+    assert (PACKAGE / room).is_dir()
+    behind_the_face = {
         str(path.relative_to(PACKAGE)): sorted(
-            name for name in _imported_modules(path) if name.startswith(f"{PACKAGE.name}._demo")
+            name
+            for name in _imported_modules(path)
+            if name not in face and not any(name == w or name.startswith(f"{w}.") for w in whole)
         )
-        for path in sorted((PACKAGE / "sample").rglob("*.py"))
+        for path in sorted((PACKAGE / room).rglob("*.py"))
     }
-    assert {path: names for path, names in imports.items() if names} == {}
+    assert {path: names for path, names in behind_the_face.items() if names} == {}
 
 
 def test_state_lives_in_one_place() -> None:
@@ -150,6 +162,18 @@ def test_the_one_reset_forgets_registrations_guarantees_and_caches() -> None:
     assert "houseguarded" not in _state.guaranteed
     assert all(len(cache) == 0 for cache in _state._caches)
     assert ido.get_cpp_device_options("housedev").definitions[:1] != ["H"]
+
+
+def test_the_one_reset_forgets_what_the_ascend_provider_found() -> None:
+    from inductor_device_options import ascend, testing
+    from inductor_device_options.ascend import _cann, _provider, _torch_npu
+
+    caches = (_cann.searched, _torch_npu.searched, _provider.npu_options, _provider.merged)
+    with testing.stand_in_ascend():
+        ascend.cpp_device_options("npu")
+        assert all(cache.cache_info().currsize == 1 for cache in caches)
+        testing.reset()
+        assert [cache.cache_info().currsize for cache in caches] == [0, 0, 0, 0]
 
 
 def test_every_cache_is_bounded() -> None:

@@ -11,7 +11,6 @@ from support import check_python, pythonpath_with, run_python, write_distributio
 
 import inductor_device_options as ido
 from inductor_device_options._lookup import entry_points as _entry_points
-from inductor_device_options._lookup import registry as _registry
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 
@@ -29,9 +28,12 @@ def other_npu_options(
 def test_register_lists_the_device_and_unregister_removes_it() -> None:
     ido.register_cpp_device_options("npu", npu_options)
     assert "npu" in ido.introspection.registered_device_types()
-    assert _entry_points.find_provider("npu") == _registry.Provider(
-        "npu", npu_options, "registration", "test_registry.npu_options"
+    registration = _entry_points.own_source("npu")
+    assert registration == ido.introspection.DeviceOptionsSource(
+        "npu", "registration", "test_registry.npu_options", guaranteed=True
     )
+    assert registration is not None and registration.provider is npu_options
+    assert ido.unregister_cpp_device_options("npu", other_npu_options) is False  # not its own
     assert ido.unregister_cpp_device_options("npu") is True
     assert "npu" not in ido.introspection.registered_device_types()
     assert ido.unregister_cpp_device_options("npu") is False
@@ -53,8 +55,8 @@ def test_registering_again_warns_naming_both_callbacks_and_overwrites() -> None:
         "overwriting with test_registry.other_npu_options"
     )
     assert caught[0].filename == __file__  # points at the caller, not at the package
-    provider = _entry_points.find_provider("npu")
-    assert provider is not None and provider.callback is other_npu_options
+    provider = _entry_points.own_source("npu")
+    assert provider is not None and provider.provider is other_npu_options
 
 
 @pytest.mark.parametrize("device_type", ["cpu", "cuda", "xpu", "mps", "cuda:0"])
@@ -117,10 +119,10 @@ def test_context_manager_restores_the_previous_registration_without_warning() ->
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with ido.testing.registered_cpp_device_options("npu:0", other_npu_options):
-            provider = _entry_points.find_provider("npu")
-            assert provider is not None and provider.callback is other_npu_options
-    provider = _entry_points.find_provider("npu")
-    assert provider is not None and provider.callback is npu_options
+            provider = _entry_points.own_source("npu")
+            assert provider is not None and provider.provider is other_npu_options
+    provider = _entry_points.own_source("npu")
+    assert provider is not None and provider.provider is npu_options
 
 
 def test_context_manager_restores_even_when_the_block_raises() -> None:
@@ -143,7 +145,7 @@ def test_concurrent_registration_and_lookup_lose_nothing() -> None:
             for index in range(200):
                 name = name_of(worker, index)
                 ido.register_cpp_device_options(name, npu_options)
-                provider = _entry_points.find_provider(name)
+                provider = _entry_points.own_source(name)
                 assert provider is not None and provider.device_type == name
                 if index % 2:
                     assert ido.unregister_cpp_device_options(name)
@@ -189,7 +191,7 @@ importer = threading.Thread(target=import_provider, daemon=True)
 importer.start()
 importing.wait(30)
 finder = threading.Thread(
-    target=lambda: print(_entry_points.find_provider("lockdev").callback("lockdev", 0, 0)[0]),
+    target=lambda: print(_entry_points.own_source("lockdev").provider("lockdev", 0, 0)[0]),
     daemon=True,
 )
 finder.start()
@@ -198,7 +200,7 @@ for thread in (importer, finder):
 if importer.is_alive() or finder.is_alive():
     print("deadlock", flush=True)
     os._exit(1)
-print(_entry_points.find_provider("sidedev").description)
+print(_entry_points.own_source("sidedev").description)
 """
 
 

@@ -21,6 +21,8 @@ device's options come from, where the hook stands) and :mod:`inductor_device_opt
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._errors import (
     CppDeviceOptionsError,
     DeviceNotAskedWarning,
@@ -46,6 +48,9 @@ from ._lookup.registry import (
 from ._options.model import CppDeviceOptions
 from ._options.runpath import runpath
 
+if TYPE_CHECKING:
+    from ._options.pipeline import final_value_problem as value_problem
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -70,24 +75,27 @@ __all__ = [
     "register_cpp_device_options",
     "runpath",
     "unregister_cpp_device_options",
+    "value_problem",
 ]
 
 
 def __getattr__(name: str) -> object:
-    """``ido.introspection`` and ``ido.testing`` without importing them first: they load on
-    first use, not in every process that imports torch."""
-    if name in ("introspection", "testing"):
-        import importlib
+    """``ido.introspection``, ``ido.testing`` and ``ido.value_problem`` load on first use,
+    not in every process that imports torch."""
+    import importlib
 
+    if name in ("introspection", "testing"):
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "value_problem":  # the validation pipeline: loaded by a provider that asks
+        return importlib.import_module(f"{__name__}._options.pipeline").final_value_problem
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # help() and the reference show each name where users import it from.
 for _name in __all__:
-    _public = globals()[_name]
+    _public = globals().get(_name)
     if callable(_public) and getattr(_public, "__module__", "").startswith(__name__ + "._"):
         _public.__module__ = __name__
-del _name, _public
+del _name, _public, TYPE_CHECKING
 
 arm()

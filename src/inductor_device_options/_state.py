@@ -64,9 +64,9 @@ def clear_group(group: str) -> None:
 lock = threading.RLock()
 
 # --- _lookup/: who serves a device ---------------------------------------------------------
-#: Device type -> lookup.registry.Provider registered through the package's door.
+#: Device type -> the DeviceOptionsSource registered through the package's door (_lookup/registry).
 registered: dict[str, Any] = {}
-#: Device type -> lookup.registry.Provider loaded from a declared entry point.
+#: Device type -> the DeviceOptionsSource loaded from a declared entry point.
 loaded: dict[str, Any] = {}
 #: Device types served through torch's doors that get the package's guarantees.
 guaranteed: set[str] = set()

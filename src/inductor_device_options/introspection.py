@@ -12,6 +12,7 @@ codegen)::
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import Literal, NamedTuple
 
 from . import _state
@@ -29,6 +30,7 @@ from ._lookup import registry as _registry
 from ._lookup.device_types import RESERVED_DEVICE_TYPES, normalize_device_type
 from ._lookup.entry_points import declared_entry_points
 from ._lookup.interfaces import interface_description
+from ._lookup.registry import DeviceOptionsSource
 from ._torch_names import CPP_BUILDER, FUNCTION, REGISTER
 
 __all__ = [
@@ -127,30 +129,6 @@ class HookState(NamedTuple):
         return line
 
 
-class DeviceOptionsSource(NamedTuple):
-    """Where a device's options come from, found without calling any provider.
-
-    ``kind``: ``"registration"`` (this package's), ``"cpp_builder registration"``
-    (``torch._inductor.cpp_builder.register_cpp_device_options``), ``"entry point"``,
-    ``"device interface"`` (``DeviceInterface.get_cpp_device_options``) or ``"torch"`` (the
-    function below the package: stock torch or a replacement). ``guaranteed``: the options
-    get this package's guarantees (validation, custom_op_libs, real paths, SDK identity).
-
-    Example:
-        >>> import inductor_device_options as ido
-        >>> source = ido.introspection.device_options_source("npu")  # the Ascend provider, bundled
-        >>> source.kind, source.guaranteed
-        ('entry point', True)
-    """
-
-    device_type: str
-    kind: Literal[
-        "registration", "cpp_builder registration", "entry point", "device interface", "torch"
-    ]
-    description: str
-    guaranteed: bool = False
-
-
 def device_options_source(device_type: str) -> DeviceOptionsSource:
     """Which source serves ``device_type``, in lookup order, without calling or importing
     any provider.
@@ -169,18 +147,18 @@ def device_options_source(device_type: str) -> DeviceOptionsSource:
         >>> ido.introspection.device_options_source("cpu")
         DeviceOptionsSource(device_type='cpu', kind='torch',
             description='torch._inductor.cpp_builder.get_cpp_torch_device_options',
-            guaranteed=False)
+            guaranteed=False, fallback=False)
     """
     name = normalize_device_type(device_type)
     source = source_of(name)
-    if source is not None:
+    if source is not None:  # the record the package serves from, without the provider
         description = source.description
         if source.fallback:
             description += (
                 "; bundled: it gives way to a registration, another distribution's entry point "
                 "or the device's DeviceInterface"
             )
-        return DeviceOptionsSource(name, source.kind, description, source.guaranteed)
+        return replace(source, description=description, provider=None)
     interface = interface_answering(name)
     installation = current_installation()
     adopted = installation.chain.adopted() if installation is not None else ()

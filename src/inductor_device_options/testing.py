@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NamedTuple
 from unittest import mock
 
+from . import _state
 from ._lookup.registry import registered_cpp_device_options
-from ._state import reset
 
 __all__ = ["StandInAscend", "registered_cpp_device_options", "reset", "stand_in_ascend"]
 
@@ -34,6 +35,26 @@ _STAND_IN_FILES = (
     "cann/lib64/libruntime.so",
     "torch_npu/lib/libtorch_npu.so",
 )
+
+
+def reset() -> None:
+    """Forget registrations, loaded and declared providers, guarantees, warnings given and
+    every cache, the Ascend provider's included: the state of a process that just imported
+    the package. The hook stays where it is installed.
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> def acme_options(device_type, aot_mode, compile_only):
+        ...     return (["USE_ACME"], [], [], [], [], [], [])
+        >>> ido.register_cpp_device_options("acme", acme_options)
+        >>> ido.testing.reset()
+        >>> ido.introspection.device_options_source("acme").kind
+        'torch'
+    """
+    _state.reset()
+    ascend = sys.modules.get(f"{__package__}.ascend")
+    if ascend is not None:  # a provider like any backend's: it keeps its own caches
+        ascend.clear_cache()
 
 
 class StandInAscend(NamedTuple):

@@ -123,7 +123,13 @@ def header(style: Style, command: str, detail: str = "") -> str:
 def source_document(source: DeviceOptionsSource) -> Document:
     """A source in JSON: ``kind``, and under v1's earlier name ``source`` too (keys are only
     ever added within a version)."""
-    return {**source._asdict(), "source": source.kind}
+    return {
+        "device_type": source.device_type,
+        "kind": source.kind,
+        "description": source.description,
+        "guaranteed": source.guaranteed,
+        "source": source.kind,
+    }
 
 
 def torch_hooks_lines(style: Style) -> list[str]:

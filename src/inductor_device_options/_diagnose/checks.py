@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Literal
 
 from .._errors import InvalidCppDeviceOptionsError
+from .._hook.serve import loaded_source
 from .._lookup.provider_attributes import hints_of
+from .._lookup.registry import CppDeviceOptionsCallback
 from .._options.model import CppDeviceOptions
 from ..introspection import DeviceOptionsSource
 from .asked import AskedDevice
@@ -145,12 +147,25 @@ class Context:
     checks: list[Check] = field(default_factory=list)  # those done so far
 
     @cached_property
+    def provider(self) -> CppDeviceOptionsCallback | None:
+        """The provider the package calls for the device, found and loaded once for every
+        check: None where torch serves the device, or where the provider cannot be loaded
+        (the options check reports why)."""
+        try:
+            source = loaded_source(self.device_type)
+        except Exception:
+            return None
+        return source.provider if source is not None else None
+
+    @cached_property
+    def serving(self) -> object | None:
+        """What serves the device (its provider or DeviceInterface), for its attributes."""
+        return serving_object(self.source, self.provider)
+
+    @cached_property
     def hints(self) -> Mapping[str, object]:
         """The provider's ``doctor_hints`` (empty when it has none or cannot be loaded)."""
-        try:
-            return hints_of(serving_object(self.device_type, self.source))
-        except Exception:  # the options check reports a provider that cannot be loaded
-            return {}
+        return hints_of(self.serving)
 
     def hinted(self, fix: str, key: str) -> str:
         """``fix``, and the provider's hint ``key`` after it, when it gives one."""

@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 from .. import ENTRY_POINT_GROUP
 from .._errors import CppDeviceOptionsError
-from .._hook.serve import loaded_source, served_interface
+from .._hook.serve import loaded_source
 from .._lookup.device_types import RESERVED_DEVICE_TYPES
-from .._lookup.entry_points import find_provider
+from .._lookup.interfaces import interface_defining_cpp_options
 from .._lookup.provider_attributes import hints_of
 from .._torch_names import CPP_BUILDER
 from ..introspection import DeviceOptionsSource, hook_state, known_device_options_sources
@@ -59,26 +59,22 @@ def all_devices() -> list[DeviceOptionsSource]:
     ]
 
 
-def serving_object(device_type: str, source: DeviceOptionsSource) -> object | None:
-    """What serves the device's options: a provider callback or a DeviceInterface, whose
-    attributes may declare the headers Inductor includes and doctor's hints."""
-    if source.kind in ("registration", "entry point"):
-        provider = find_provider(device_type)
-        callback: object = provider.callback if provider is not None else None
-        return callback
+def serving_object(source: DeviceOptionsSource, provider: object | None) -> object | None:
+    """What serves the device's options, whose attributes may declare the headers Inductor
+    includes and doctor's hints: its DeviceInterface, or ``provider`` (the source's, loaded;
+    None where torch serves the device)."""
     if source.kind == "device interface":
-        return served_interface(device_type)
-    if source.kind == "cpp_builder registration":
-        loaded = loaded_source(device_type)
-        return loaded.call if loaded is not None else None
-    return None
+        return interface_defining_cpp_options(source.device_type)
+    return provider
 
 
 def absent_device(source: DeviceOptionsSource) -> str | None:
     """Why ``doctor --all`` leaves out a device whose provider says it cannot be present
     on this machine (its ``doctor_hints["absent"]``), or None: it is checked."""
     try:
-        absent = hints_of(serving_object(source.device_type, source)).get("absent")
+        loaded = loaded_source(source.device_type)
+        provider = loaded.provider if loaded is not None else None
+        absent = hints_of(serving_object(source, provider)).get("absent")
     except Exception:  # a provider that cannot be loaded: doctor reports it
         return None
     if not callable(absent):

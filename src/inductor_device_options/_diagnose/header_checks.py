@@ -10,7 +10,6 @@ import sysconfig
 from .._fs import inside_torch
 from .asked import AskedDevice
 from .checks import Check, Context, Problem, check
-from .devices import serving_object
 from .hook_checks import FIX_CODEGEN
 from .inductor_headers import (
     DeviceHeaders,
@@ -96,7 +95,7 @@ def included_headers(context: Context) -> DeviceHeaders | Check:
     )
     try:
         reported = context.asked.reported if context.asked is not None else None
-        declared = serving_object(context.device_type, context.source)
+        declared = context.serving
         headers = device_headers(
             context.device_type, context.aot_mode, declared, declarer, reported
         )

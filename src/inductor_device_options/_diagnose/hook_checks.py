@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from .._hook.asked import not_asked_fix
 from .._hook.lookups import get_cpp_device_options, package_cpp_device_options
-from .._hook.serve import served_interface
 from .._options.model import FIELDS, CppDeviceOptions
 from .._torch_names import CPP_BUILDER
 from ..introspection import hook_state
@@ -77,8 +76,7 @@ def _missing_options(context: Context) -> list[str]:
 
 def _interface_answer(context: Context) -> CppDeviceOptions | None:
     """What the device's DeviceInterface answers, asked directly (None: no answer)."""
-    interface = served_interface(context.device_type)
-    method = getattr(interface, "get_cpp_device_options", None)
+    method = getattr(context.serving, "get_cpp_device_options", None)
     answer = method(context.aot_mode, False) if method is not None else None
     return None if answer is None else CppDeviceOptions.of(answer)
 

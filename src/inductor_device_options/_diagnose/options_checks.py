@@ -18,7 +18,6 @@ from .._errors import (
     raised_by_provider,
 )
 from .._hook.lookups import get_cpp_device_options
-from .._hook.serve import loaded_source
 from .._options.model import FIELDS, CppDeviceOptions, ValueProblem
 from .._options.pipeline import final_problems, final_value_problem
 from .checks import Check, Context, Problem, check, one_cause
@@ -66,14 +65,11 @@ def _both_modes(context: Context) -> CppDeviceOptions:
 def _fallback_failure(context: Context) -> Check | None:
     """A bundled provider gives way to the function below when it cannot compute the
     options: Inductor then gets torch's (or a replacement's), which is worth a FAIL here."""
-    try:
-        source = loaded_source(context.device_type)
-    except Exception:  # the checks below report it
-        return None
-    if source is None or not source.fallback or source.call is None:
+    provider = context.provider
+    if not context.source.fallback or provider is None:  # None: the checks below report it
         return None
     try:
-        source.call(context.device_type, context.aot_mode, False)
+        provider(context.device_type, context.aot_mode, False)
     except KeyboardInterrupt:
         raise
     except BaseException as error:
@@ -151,11 +147,11 @@ def _internal_error(error: BaseException) -> Check:
 def _raw_options(context: Context) -> Sequence[object] | None:
     """The provider's result before validation, or None when it cannot be had again."""
     raw: object
+    provider = context.provider
+    if provider is None:
+        return None
     try:
-        source = loaded_source(context.device_type)
-        if source is None or source.call is None:
-            return None
-        raw = source.call(context.device_type, context.aot_mode, False)
+        raw = provider(context.device_type, context.aot_mode, False)
     except KeyboardInterrupt:
         raise
     except BaseException:

@@ -3,15 +3,13 @@ without the package (for a provider to extend), and the package's own answer."""
 
 from __future__ import annotations
 
-from .._lookup.device_types import RESERVED_DEVICE_TYPES, normalize_device_type
+from .._lookup.device_types import normalize_device_type
 from .._options.model import CppDeviceOptions
 from .._torch_names import FUNCTION
 from .in_progress import bypassing, pending_default_for
 from .serve import (
-    in_torch_registry,
     installed,
-    native_dispatcher,
-    torch_registry,
+    source_of,
     without_package,
 )
 
@@ -104,18 +102,13 @@ def package_cpp_device_options(
     from .._lookup.resolve import serve
 
     name = normalize_device_type(device_type)
-    if name in RESERVED_DEVICE_TYPES and not in_torch_registry(name):
-        return None
     installation = installed()
     with bypassing(name):
         served = serve(
-            name,
+            source_of(name),
             aot_mode,
             compile_only,
-            torch_registry=torch_registry(installation.module),
-            serve_interfaces=True,
             default=lambda: installation.module.__dict__[FUNCTION](name, aot_mode, compile_only),
-            own_dispatcher=native_dispatcher,
         )
     if served is None:
         return None

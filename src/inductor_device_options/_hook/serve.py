@@ -10,12 +10,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from .. import _state
 from .._errors import add_note
 from .._lookup.device_types import RESERVED_DEVICE_TYPES, normalize_device_type
 from .._lookup.interfaces import interface_defining_cpp_options
+from .._lookup.registry import DeviceOptionsSource
 from .._options.model import CppDeviceOptions
 from .._torch_names import CPP_BUILDER, FUNCTION, REGISTRY
 from .chain import Args, Chain, DeviceOptionsFunction, Kwargs, device_type_of, flags
@@ -24,9 +25,6 @@ from .in_progress import Thunk, bypassing, is_bypassed, pending_default
 # Never a registered device: asking torch's native function for it gives the
 # defaults every out-of-tree device gets, bypassing its registry.
 DEFAULTS_PROBE_DEVICE = "inductor_device_options_defaults_probe"
-
-if TYPE_CHECKING:
-    from .._lookup.resolve import Source
 
 OptionsTuple = tuple[list[str], list[str], list[str], list[str], list[str], list[str], list[str]]
 
@@ -74,21 +72,19 @@ def current_installation() -> Installation | None:
 
 def serve_device(device_type: str, args: Args, kwargs: Kwargs, default: Thunk) -> Any:
     """The package's sources for ``device_type``, ``default`` being what is below them."""
-    from .._lookup.resolve import serve
+    from .._lookup.resolve import find_source, serve
 
     installation = installed()
     aot_mode, compile_only = flags(args, kwargs)
-    check_cpp_stdlib(device_type, args, kwargs, lambda: source_of(device_type))
+    source = find_source(
+        device_type,
+        torch_registry(installation.module),
+        serve_interfaces=True,
+        own_dispatcher=native_dispatcher,
+    )
+    check_cpp_stdlib(device_type, args, kwargs, source)
     with pending_default(device_type, aot_mode, compile_only, default):
-        served = serve(
-            device_type,
-            aot_mode,
-            compile_only,
-            torch_registry=torch_registry(installation.module),
-            serve_interfaces=True,
-            default=default,
-            own_dispatcher=native_dispatcher,
-        )
+        served = serve(source, aot_mode, compile_only, default=default)
     return served.as_tuple() if isinstance(served, CppDeviceOptions) else served
 
 
@@ -99,20 +95,19 @@ def torch_registry(module: ModuleType) -> Mapping[str, object] | None:
 
 
 def check_cpp_stdlib(
-    device_type: str, args: Args, kwargs: Kwargs, served_by: Callable[[], Source | None]
+    device_type: str, args: Args, kwargs: Kwargs, source: DeviceOptionsSource | None
 ) -> None:
     """torch 2.15 rejects a ``cpp_stdlib=`` it would ignore (``_validate_cpp_stdlib``) before
     it looks for a device's options: a device the package serves is checked the same way,
-    before its provider is called. ``served_by()``: the source, None: not served. Only a
-    source with the package's guarantees gets a note naming it: a registration through
-    torch's door gets torch's error exactly."""
+    before its provider is loaded or called. ``source``: None: not served. Only a source
+    with the package's guarantees gets a note naming it: a registration through torch's
+    door gets torch's error exactly."""
     cpp_stdlib = args[3] if len(args) > 3 else kwargs.get("cpp_stdlib")
     if cpp_stdlib is None or cpp_stdlib == "libstdc++":  # torch's default: nothing to check
         return
     validate = getattr(installed().module, "_validate_cpp_stdlib", None)
     if validate is None:  # before 2.15 torch has no such parameter
         return
-    source = served_by()
     if source is None:  # the function below decides, as without the package
         return
     aot_mode, _ = flags(args, kwargs)
@@ -132,7 +127,7 @@ def native_dispatcher(
     device_type: str, aot_mode: bool = False, compile_only: bool = False
 ) -> OptionsTuple:
     """What this package registers in torch's native registry for its registrations."""
-    from .._lookup.resolve import serve
+    from .._lookup.resolve import find_source, serve
 
     name = normalize_device_type(device_type)
     installation = installed()
@@ -141,11 +136,9 @@ def native_dispatcher(
         # function adopted after the hook called torch's own): give torch's defaults.
         return installation.function_below(DEFAULTS_PROBE_DEVICE, aot_mode, compile_only)  # type: ignore[no-any-return]
     served = serve(
-        name,
+        find_source(name, None, serve_interfaces=False),
         aot_mode,
         compile_only,
-        torch_registry=None,
-        serve_interfaces=False,
         default=lambda: without_package(name, aot_mode, compile_only),
     )
     if served is None:  # The registration went away: give what torch gives.
@@ -189,13 +182,7 @@ def is_served(device_type: str) -> bool:
     return source_of(device_type) is not None or interface_answering(device_type) is not None
 
 
-def in_torch_registry(device_type: str) -> bool:
-    module = sys.modules.get(CPP_BUILDER)
-    registry = torch_registry(module) if module is not None else None
-    return registry is not None and device_type in registry
-
-
-def source_of(device_type: str) -> Source | None:
+def source_of(device_type: str) -> DeviceOptionsSource | None:
     """The package's source for a normalized device (not loaded), or None."""
     from .._lookup.resolve import find_source
 
@@ -204,11 +191,7 @@ def source_of(device_type: str) -> Source | None:
     if device_type in RESERVED_DEVICE_TYPES and (registry is None or device_type not in registry):
         return None
     return find_source(
-        device_type,
-        registry,
-        serve_interfaces=True,
-        load=False,
-        own_dispatcher=native_dispatcher,
+        device_type, registry, serve_interfaces=True, own_dispatcher=native_dispatcher
     )
 
 
@@ -228,27 +211,10 @@ def interface_answering(device_type: str) -> type | None:
     return interface if hasattr(DeviceInterface, "get_cpp_device_options") else None
 
 
-def served_interface(device_type: str) -> type | None:
-    """The DeviceInterface whose get_cpp_device_options serves ``device_type``, if any."""
-    source = source_of(device_type)
-    if source is not None and source.kind != "device interface":
-        return None
-    return interface_defining_cpp_options(device_type)
-
-
-def loaded_source(device_type: str) -> Source | None:
+def loaded_source(device_type: str) -> DeviceOptionsSource | None:
     """The source that serves a normalized device, its provider loaded (an entry point's
     module imported), or None: torch serves it. For ``doctor``, which calls it directly."""
-    from .._lookup.resolve import find_source
+    from .._lookup.resolve import loaded
 
     source = source_of(device_type)
-    if source is None or source.call is not None:
-        return source
-    module = sys.modules.get(CPP_BUILDER)
-    return find_source(
-        device_type,
-        torch_registry(module) if module is not None else None,
-        serve_interfaces=True,
-        load=True,
-        own_dispatcher=native_dispatcher,
-    )
+    return None if source is None else loaded(source)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from .. import _state
 from .._errors import InvalidProviderError, ProviderLoadError
 from .device_types import DEVICE_NAME, refusal
-from .registry import ENTRY_POINT_GROUP, Provider
+from .registry import ENTRY_POINT_GROUP, DeviceOptionsSource
 
 if TYPE_CHECKING:
     from importlib import metadata
@@ -91,7 +91,7 @@ def _read_declarations() -> Declarations:
         return _state.declarations[0]  # type: ignore[no-any-return]
     from importlib import metadata  # ~5 ms: only when a lookup needs it
 
-    # Read outside the lock: never hold it across an import (see find_provider).
+    # Read outside the lock: never hold it across an import (see own_source).
     candidates: dict[str, list[metadata.EntryPoint]] = {}
     invalid: list[InvalidDeclaration] = []
     for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
@@ -187,7 +187,7 @@ def describe_entry_point(entry_point: metadata.EntryPoint) -> str:
     )
 
 
-def load_declared(device_type: str) -> Provider | None:
+def load_declared(device_type: str) -> DeviceOptionsSource | None:
     """The provider a distribution declares for a normalized device type, loaded (its
     module imported, without holding the lock: it may register at import), or None."""
     entry_point = declared_entry_points().get(device_type)
@@ -215,17 +215,19 @@ def load_declared(device_type: str) -> Provider | None:
         )
     with _state.lock:
         # A registration made meanwhile (by that import, say) comes first, as always.
-        registered: Provider | None = _state.registered.get(device_type)
+        registered: DeviceOptionsSource | None = _state.registered.get(device_type)
         if registered is not None:
             return registered
-        return _state.loaded.setdefault(  # type: ignore[no-any-return]
-            device_type,
-            Provider(device_type, callback, "entry point", description, is_bundled(entry_point)),
+        loaded = DeviceOptionsSource(
+            device_type, "entry point", description, True, is_bundled(entry_point), callback
         )
+        return _state.loaded.setdefault(device_type, loaded)  # type: ignore[no-any-return]
 
 
-def find_provider(device_type: str) -> Provider | None:
-    """The provider for a normalized device type: its registration, else the entry point
-    declared for it, loaded."""
-    provider: Provider | None = _state.registered.get(device_type) or _state.loaded.get(device_type)
-    return provider if provider is not None else load_declared(device_type)
+def own_source(device_type: str) -> DeviceOptionsSource | None:
+    """The package's own source for a normalized device type, with its provider: its
+    registration, else the entry point declared for it, loaded."""
+    found: DeviceOptionsSource | None = _state.registered.get(device_type) or _state.loaded.get(
+        device_type
+    )
+    return found if found is not None else load_declared(device_type)

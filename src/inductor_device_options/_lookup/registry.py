@@ -12,7 +12,8 @@ import os
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Literal, NamedTuple
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from .. import _state
 from .._errors import InvalidProviderError
@@ -37,15 +38,43 @@ GUARANTEE_ENV = "INDUCTOR_DEVICE_OPTIONS_GUARANTEE"
 CppDeviceOptionsCallback = Callable[[str, bool, bool], Any]
 
 
-class Provider(NamedTuple):
-    """A callback that computes a device's options, and where it came from."""
+SourceKind = Literal[
+    "registration", "cpp_builder registration", "entry point", "device interface", "torch"
+]
+
+
+@dataclass(frozen=True)
+class DeviceOptionsSource:
+    """Where a device's options come from, in lookup order.
+
+    ``kind``: ``"registration"`` (this package's), ``"cpp_builder registration"``
+    (``torch._inductor.cpp_builder.register_cpp_device_options``), ``"entry point"``,
+    ``"device interface"`` (``DeviceInterface.get_cpp_device_options``) or ``"torch"`` (the
+    function below the package: stock torch or a replacement). ``description``: where to
+    find it in the code. ``guaranteed``: the options get this package's guarantees
+    (validation, custom_op_libs, real paths, SDK identity). ``fallback``: a provider bundled
+    with this package, which gives way to the function below when it cannot compute them.
+
+    The package keeps the provider itself in the record it serves from (an entry point's
+    once its module is imported); :mod:`~inductor_device_options.introspection` hands out
+    records without it.
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> source = ido.introspection.device_options_source("npu")  # the Ascend provider, bundled
+        >>> source.kind, source.guaranteed, source.fallback
+        ('entry point', True, True)
+    """
 
     device_type: str
-    callback: CppDeviceOptionsCallback
-    kind: Literal["registration", "entry point"]
+    kind: SourceKind
     description: str
-    #: A bundled entry point: it serves only when the backend gives no answer of its own.
+    guaranteed: bool = False
     fallback: bool = False
+    provider: CppDeviceOptionsCallback | None = field(default=None, repr=False, compare=False)
+
+
+DeviceOptionsSource.__module__ = "inductor_device_options.introspection"  # where users find it
 
 
 def describe_callable(callback: object) -> str:
@@ -106,12 +135,12 @@ def register_cpp_device_options(device_type: str, callback: CppDeviceOptionsCall
         >>> ido.unregister_cpp_device_options("acme")
         True
     """
-    provider = _checked_provider(device_type, callback)
-    previous = _put(provider)
-    if previous is not None and not _same_callable(previous.callback, provider.callback):
+    registration = _checked_registration(device_type, callback)
+    previous = _put(registration)
+    if previous is not None and not _same_callable(previous.provider, callback):
         warnings.warn(
-            f"C++ device options for {provider.device_type!r} are already registered by "
-            f"{previous.description}; overwriting with {provider.description}",
+            f"C++ device options for {registration.device_type!r} are already registered by "
+            f"{previous.description}; overwriting with {registration.description}",
             stacklevel=2,
         )
 
@@ -130,16 +159,18 @@ def _same_callable(first: object, second: object) -> bool:
     )
 
 
-def _put(provider: Provider) -> Provider | None:
+def _put(registration: DeviceOptionsSource) -> DeviceOptionsSource | None:
     with _state.lock:
-        previous = _state.registered.get(provider.device_type)
-        _state.registered[provider.device_type] = provider
+        previous = _state.registered.get(registration.device_type)
+        _state.registered[registration.device_type] = registration
     for listener in _state.registration_listeners:
-        listener(provider.device_type)
+        listener(registration.device_type)
     return previous
 
 
-def _checked_provider(device_type: str, callback: CppDeviceOptionsCallback) -> Provider:
+def _checked_registration(
+    device_type: str, callback: CppDeviceOptionsCallback
+) -> DeviceOptionsSource:
     name = normalize_device_type(device_type)
     refused = refusal(name)
     if refused is not None:
@@ -166,19 +197,26 @@ def _checked_provider(device_type: str, callback: CppDeviceOptionsCallback) -> P
             device_type=name,
             provider=repr(callback),
         )
-    return Provider(name, callback, "registration", describe_callable(callback))
+    return DeviceOptionsSource(
+        name, "registration", describe_callable(callback), True, provider=callback
+    )
 
 
-def unregister_cpp_device_options(device_type: str) -> bool:
+def unregister_cpp_device_options(
+    device_type: str, callback: CppDeviceOptionsCallback | None = None
+) -> bool:
     """Remove the registration of ``device_type`` made with
     :func:`register_cpp_device_options`.
 
     Args:
         device_type: ``"npu"`` or ``"npu:0"``.
+        callback: remove the registration only if it is this callback's (a backend that
+            unregisters its own provider leaves another's alone). None: whichever it is.
 
     Returns:
-        True if there was one. The device then gets its options from the next source in
-        the lookup order (an entry point, its DeviceInterface, torch).
+        True if there was one (``callback``'s, when given). The device then gets its options
+        from the next source in the lookup order (an entry point, its DeviceInterface,
+        torch).
 
     Raises:
         InvalidDeviceTypeError: ``device_type`` is not a device name.
@@ -191,7 +229,13 @@ def unregister_cpp_device_options(device_type: str) -> bool:
     """
     name = normalize_device_type(device_type)
     with _state.lock:
-        return _state.registered.pop(name, None) is not None
+        registered = _state.registered.get(name)
+        if registered is None:
+            return False
+        if callback is not None and not _same_callable(registered.provider, callback):
+            return False
+        del _state.registered[name]
+        return True
 
 
 @contextmanager
@@ -213,19 +257,19 @@ def registered_cpp_device_options(
         >>> ido.introspection.device_options_source("acme").kind
         'torch'
     """
-    provider = _checked_provider(device_type, callback)
-    previous = _put(provider)
+    registration = _checked_registration(device_type, callback)
+    previous = _put(registration)
     try:
         yield
     finally:
         with _state.lock:
             if previous is None:
-                _state.registered.pop(provider.device_type, None)
+                _state.registered.pop(registration.device_type, None)
             else:
-                _state.registered[provider.device_type] = previous
+                _state.registered[registration.device_type] = previous
 
 
-def registered_provider(device_type: str) -> Provider | None:
+def registration(device_type: str) -> DeviceOptionsSource | None:
     with _state.lock:
         return _state.registered.get(device_type)
 

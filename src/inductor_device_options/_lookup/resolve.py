@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from .. import _state
 from .._errors import (
@@ -39,28 +39,12 @@ from . import registry as _registry
 from .device_types import RESERVED_DEVICE_TYPES
 from .interfaces import interface_defining_cpp_options, interface_description
 from .provider_attributes import own_identity_of
-from .registry import CppDeviceOptionsCallback
+from .registry import CppDeviceOptionsCallback, DeviceOptionsSource
 
 if TYPE_CHECKING:
     from importlib import metadata
 
-SourceKind = Literal["registration", "cpp_builder registration", "entry point", "device interface"]
 Thunk = Callable[[], Any]
-
-
-class Source(NamedTuple):
-    """The source that serves a device, as found by :func:`find_source`.
-
-    ``call`` is None when the source was found without loading it (an entry point not yet
-    imported). ``guaranteed``: its result is validated and completed by this package.
-    ``fallback``: a bundled provider, which gives way to the function below when it fails.
-    """
-
-    kind: SourceKind
-    description: str
-    call: CppDeviceOptionsCallback | None
-    guaranteed: bool
-    fallback: bool = False
 
 
 def find_source(
@@ -68,76 +52,85 @@ def find_source(
     torch_registry: Mapping[str, object] | None,
     *,
     serve_interfaces: bool,
-    load: bool,
     own_dispatcher: object = None,
-) -> Source | None:
-    """The source that serves a normalized device, in lookup order, or None.
+) -> DeviceOptionsSource | None:
+    """The source that serves a normalized device, in lookup order, or None; found without
+    loading it (an entry point not yet imported has no provider yet: :func:`loaded`).
 
     ``torch_registry``: ``cpp_builder._cpp_device_options_registry`` (None: there is none).
     ``serve_interfaces``: whether this package may ask the device's DeviceInterface itself.
-    ``load``: import a declared entry point (False: report it without importing).
     ``own_dispatcher``: what this package registers in torch's registry (native mode), which
     stands for this package's registrations there.
     """
-    provider = _registry.registered_provider(device_type)
-    if provider is not None:
-        return Source("registration", provider.description, provider.callback, True)
+    registration = _registry.registration(device_type)
+    if registration is not None:
+        return registration
     callback = torch_registry.get(device_type) if torch_registry is not None else None
     if callback is not None and callback is not own_dispatcher:
-        guaranteed = _registry.is_guaranteed(device_type)
-        return Source(
+        return DeviceOptionsSource(
+            device_type,
             "cpp_builder registration",
             _registry.describe_callable(callback),
-            callback,  # type: ignore[arg-type]
-            guaranteed,
+            _registry.is_guaranteed(device_type),
+            provider=callback,  # type: ignore[arg-type]
         )
     from .entry_points import declared_entry_points, is_bundled  # only past registrations
 
     entry_point = declared_entry_points().get(device_type)
     if entry_point is not None and not is_bundled(entry_point):
-        return _declared(device_type, entry_point, load)
+        return _declared(device_type, entry_point)
     interface = interface_defining_cpp_options(device_type)
     if interface is not None:
         if serve_interfaces and _registry.is_guaranteed(device_type):
             method = interface.get_cpp_device_options  # type: ignore[attr-defined]
-            return Source(
+            return DeviceOptionsSource(
+                device_type,
                 "device interface",
                 interface_description(interface),
-                lambda _device, aot_mode, compile_only: method(aot_mode, compile_only),
                 True,
+                provider=lambda _device, aot_mode, compile_only: method(aot_mode, compile_only),
             )
         return None  # the backend answers through its interface, which torch asks
     if entry_point is not None:  # bundled: only where the backend has no answer of its own
-        return _declared(device_type, entry_point, load)
+        return _declared(device_type, entry_point)
     return None
 
 
-def _declared(device_type: str, entry_point: metadata.EntryPoint, load: bool) -> Source:
-    from .entry_points import describe_entry_point, find_provider, is_bundled
+def _declared(device_type: str, entry_point: metadata.EntryPoint) -> DeviceOptionsSource:
+    """A declared entry point's source: loaded already, or to be loaded by :func:`loaded`."""
+    from .entry_points import describe_entry_point, is_bundled
 
-    bundled = is_bundled(entry_point)
-    declared = Source("entry point", describe_entry_point(entry_point), None, True, bundled)
-    if not load:
-        return declared
-    provider = find_provider(device_type)
-    if provider is None:
-        return declared
-    if provider.kind == "registration":  # registered while its module was imported
-        return Source("registration", provider.description, provider.callback, True)
-    return declared._replace(call=provider.callback)
+    loaded_already: DeviceOptionsSource | None = _state.loaded.get(device_type)
+    if loaded_already is not None:
+        return loaded_already
+    description = describe_entry_point(entry_point)
+    return DeviceOptionsSource(
+        device_type, "entry point", description, True, is_bundled(entry_point)
+    )
+
+
+def loaded(source: DeviceOptionsSource) -> DeviceOptionsSource:
+    """``source`` with its provider: a declared entry point's module imported (a provider
+    that registered while it was imported serves instead, as a registration always does).
+
+    Raises ``ProviderLoadError`` or ``InvalidProviderError`` when the entry point cannot be
+    loaded."""
+    if source.provider is not None:
+        return source
+    from .entry_points import own_source
+
+    return own_source(source.device_type) or source
 
 
 def serve(
-    device_type: str,
+    source: DeviceOptionsSource | None,
     aot_mode: bool,
     compile_only: bool,
     *,
-    torch_registry: Mapping[str, object] | None,
-    serve_interfaces: bool,
     default: Thunk,
-    own_dispatcher: object = None,
 ) -> object | None:
-    """What the sources give a normalized device, or None when none serves it.
+    """What ``source`` (found by :func:`find_source`) gives its device, or None when there
+    is none or it has no provider.
 
     The package's own door gives a finished :class:`CppDeviceOptions` (shared: copy it);
     torch's doors give the callback's own result. ``default()`` is what the device gets
@@ -145,17 +138,14 @@ def serve(
     Raises ``ProviderRecursionError`` when the device's provider, directly or not, asks for
     the options of that same device.
     """
+    if source is None:
+        return None
+    source = loaded(source)
+    if source.provider is None:
+        return None
     # A provider that asks for its own device would otherwise recurse until RecursionError.
     active = _state.this_thread.serving
-    source = find_source(
-        device_type,
-        torch_registry,
-        serve_interfaces=serve_interfaces,
-        load=True,
-        own_dispatcher=own_dispatcher,
-    )
-    if source is None or source.call is None:
-        return None
+    device_type = source.device_type
     if device_type in active:
         raise _recursion_error(device_type, source.description)
     active.add(device_type)
@@ -166,15 +156,19 @@ def serve(
 
 
 def _served(
-    source: Source, device_type: str, aot_mode: bool, compile_only: bool, default: Thunk
+    source: DeviceOptionsSource,
+    device_type: str,
+    aot_mode: bool,
+    compile_only: bool,
+    default: Thunk,
 ) -> object | None:
-    assert source.call is not None
+    assert source.provider is not None
     if source.kind == "cpp_builder registration" and device_type in RESERVED_DEVICE_TYPES:
         default()  # torch's branches for its own devices run first, as in the design
     if not source.guaranteed:  # torch's door: exactly what it gives
         if source.kind == "device interface":
-            return _interface_options(source.call, device_type, aot_mode, compile_only)
-        answer: object = source.call(device_type, aot_mode, compile_only)
+            return _interface_options(source.provider, device_type, aot_mode, compile_only)
+        answer: object = source.provider(device_type, aot_mode, compile_only)
         return answer
     if not source.fallback:
         raw = _call_provider(source, device_type, aot_mode, compile_only)
@@ -208,7 +202,9 @@ def _interface_options(
     return answer
 
 
-def _fall_back(source: Source, device_type: str, error: Exception, default: Thunk) -> object:
+def _fall_back(
+    source: DeviceOptionsSource, device_type: str, error: Exception, default: Thunk
+) -> object:
     """A bundled provider failed: the device gets what it gets without this package, unless
     that fails too (then the provider's error says what to do)."""
     try:
@@ -239,10 +235,10 @@ def _recursion_error(device_type: str, description: str) -> ProviderRecursionErr
     )
 
 
-def _own_identity(source: Source, device_type: str) -> str | None:
+def _own_identity(source: DeviceOptionsSource, device_type: str) -> str | None:
     """The provider's own SDK identity (its ``sdk_identity``), raised as its own error."""
     try:
-        return own_identity_of(source.call, device_type, source.description)
+        return own_identity_of(source.provider, device_type, source.description)
     except CppDeviceOptionsError:
         raise
     except Exception as error:
@@ -255,14 +251,16 @@ def _own_identity(source: Source, device_type: str) -> str | None:
         raise
 
 
-def _call_provider(source: Source, device_type: str, aot_mode: bool, compile_only: bool) -> object:
+def _call_provider(
+    source: DeviceOptionsSource, device_type: str, aot_mode: bool, compile_only: bool
+) -> object:
     """Call a source of the package's own door: an error it raises says so (a note, and
     the attribute :func:`~inductor_device_options._errors.raised_by_provider` reads)."""
-    assert source.call is not None
+    assert source.provider is not None
     try:
         if source.kind == "device interface":
-            return _interface_options(source.call, device_type, aot_mode, compile_only)
-        return source.call(device_type, aot_mode, compile_only)
+            return _interface_options(source.provider, device_type, aot_mode, compile_only)
+        return source.provider(device_type, aot_mode, compile_only)
     except ProviderRecursionError:
         raise  # its message names the provider already
     except Exception as error:

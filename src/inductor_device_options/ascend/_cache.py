@@ -1,28 +1,25 @@
 """The Ascend provider's per-process memory: what discovery found, and the options built
 from it, keyed on what they were computed from.
 
-Each cache is one of the package's bounded caches (``inductor_device_options._state``), so
-the package's one reset clears them too; :func:`clear_all` (``ascend.clear_cache``) clears
-the Ascend ones alone."""
+A provider written against the public face keeps its own memory, as any backend's would:
+each cache is a bounded :func:`functools.lru_cache` (an exception is not kept: the next call
+searches again). ``ascend.clear_cache`` clears them all, and so does the package's one reset
+(``testing.reset``), where this module is loaded."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from .. import _state
-from .._state import BoundedCache
+import functools
 
 #: Entries a cache holds (a process rarely sees more than one install).
 MAX_ENTRIES = 16
 
-_GROUP = "ascend"
-
-
-def cache() -> BoundedCache[Any, Any]:
-    """A new Ascend cache: bounded, cleared by the package's reset and by :func:`clear_all`."""
-    return _state.cache(MAX_ENTRIES, _GROUP)
+#: The decorator of every Ascend cache.
+cached = functools.lru_cache(maxsize=MAX_ENTRIES)
 
 
 def clear_all() -> None:
     """Forget everything the Ascend caches hold."""
-    _state.clear_group(_GROUP)
+    from . import _cann, _provider, _torch_npu
+
+    for function in (_cann.searched, _torch_npu.searched, _provider.npu_options, _provider.merged):
+        function.cache_clear()

@@ -41,8 +41,7 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from .._state import BoundedCache
-from ._cache import cache
+from ._cache import cached
 from ._errors import CannNotFoundError
 
 #: Environment variables naming the CANN install, in the order they are tried.
@@ -107,9 +106,6 @@ class CannInstall(NamedTuple):
     libraries: tuple[str, ...]
 
 
-_found: BoundedCache[tuple[object, ...], CannInstall] = cache()
-
-
 def find_cann(default_roots: Sequence[str] | None = None) -> CannInstall:
     """The CANN toolkit Inductor compiles ``npu`` kernels against.
 
@@ -142,11 +138,16 @@ def find_cann(default_roots: Sequence[str] | None = None) -> CannInstall:
     """
     roots = tuple(DEFAULT_CANN_ROOTS if default_roots is None else default_roots)
     arch_dir = cann_arch()
-    key = (tuple(os.environ.get(var, "") for var in CANN_ENV_VARS), roots, arch_dir)
-    cached = _found.get(key)
-    if cached is not None:
-        return cached
-    return _found.put(key, _search(os.environ, roots, arch_dir))
+    return searched(tuple(os.environ.get(var, "") for var in CANN_ENV_VARS), roots, arch_dir)
+
+
+@cached
+def searched(
+    environment: tuple[str, ...], default_roots: tuple[str, ...], arch_dir: str
+) -> CannInstall:
+    """:func:`find_cann` for the values of :data:`CANN_ENV_VARS` (``environment``, in
+    order), kept per process."""
+    return _search(dict(zip(CANN_ENV_VARS, environment, strict=True)), default_roots, arch_dir)
 
 
 #: The file of a CANN release that says which it is (``version=8.5.0``), in the ``<arch>-linux``

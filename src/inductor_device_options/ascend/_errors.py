@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._errors import CppDeviceOptionsError
+from .. import CppDeviceOptionsError
 
 #: How errors and ``doctor`` name this provider.
 PROVIDER = "inductor_device_options.ascend.cpp_device_options"

@@ -6,11 +6,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
-from .._hook.lookups import default_cpp_device_options
-from .._lookup.provider_attributes import HEADERS_ATTRIBUTE, HINTS_ATTRIBUTE, IDENTITY_ATTRIBUTE
-from .._options.model import CppDeviceOptions
-from .._state import BoundedCache
-from ._cache import cache
+from .. import CppDeviceOptions, default_cpp_device_options
+from ._cache import cached
 from ._cann import CannInstall, cann_version, find_cann
 from ._errors import CannPathError
 from ._headers import inductor_headers
@@ -26,9 +23,6 @@ NPU_DEFINITIONS: tuple[str, ...] = ("USE_NPU",)
 NPU_PASSTHROUGH_ARGS: tuple[str, ...] = ("-DBUILD_LIBTORCH=ON", "-Wno-unused-function")
 
 _Lists = tuple[tuple[str, ...], ...]
-
-_npu_options: BoundedCache[tuple[CannInstall, TorchNpuInstall], CppDeviceOptions] = cache()
-_merged_options: BoundedCache[tuple[_Lists, _Lists], CppDeviceOptions] = cache()
 
 
 def cpp_device_options(
@@ -66,17 +60,23 @@ def cpp_device_options(
     """
     added = npu_cpp_device_options()
     base = default_cpp_device_options(device_type, aot_mode, compile_only)
-    key = (tuple(tuple(values) for values in base), tuple(tuple(values) for values in added))
-    merged = _merged_options.get(key)
-    if merged is None:
-        merged = CppDeviceOptions(
-            *(
-                _merged(field, default, extra)
-                for field, default, extra in zip(CppDeviceOptions._fields, base, added, strict=True)
-            )
+    return merged(_frozen(base), _frozen(added)).copy()
+
+
+@cached
+def merged(base: _Lists, added: _Lists) -> CppDeviceOptions:
+    """Each list of ``base`` followed by the values of ``added``'s it lacks, kept per
+    process."""
+    return CppDeviceOptions(
+        *(
+            _merged(field, default, extra)
+            for field, default, extra in zip(CppDeviceOptions._fields, base, added, strict=True)
         )
-        _merged_options.put(key, merged)
-    return merged.copy()
+    )
+
+
+def _frozen(options: CppDeviceOptions) -> _Lists:
+    return tuple(tuple(values) for values in options)
 
 
 def sdk_identity(device_type: str) -> str | None:
@@ -86,12 +86,12 @@ def sdk_identity(device_type: str) -> str | None:
     return None if version is None else f"CANN {version}"
 
 
-# What the package reads off the provider (_lookup/provider_attributes.py): CANN's release for
-# the SDK identity; for doctor, the headers torch_npu's codegen includes and the Ascend words
-# for its fixes.
-setattr(cpp_device_options, IDENTITY_ATTRIBUTE, sdk_identity)
-setattr(cpp_device_options, HEADERS_ATTRIBUTE, inductor_headers)
-setattr(cpp_device_options, HINTS_ATTRIBUTE, DOCTOR_HINTS)
+# What the package reads off a provider (the backend author's guide lists these attributes):
+# CANN's release for the SDK identity; for doctor, the headers torch_npu's codegen includes
+# and the Ascend words for its fixes.
+vars(cpp_device_options).update(
+    sdk_identity=sdk_identity, inductor_headers=inductor_headers, doctor_hints=DOCTOR_HINTS
+)
 
 
 def npu_cpp_device_options(default_roots: Sequence[str] | None = None) -> CppDeviceOptions:
@@ -99,35 +99,36 @@ def npu_cpp_device_options(default_roots: Sequence[str] | None = None) -> CppDev
     include and library dirs, their libraries and the passthrough args (a new copy each
     call). ``default_roots`` is as for :func:`find_cann`; raises as
     :func:`cpp_device_options` does."""
-    cann = find_cann(default_roots)
-    torch_npu = find_torch_npu()
-    key = (cann, torch_npu)
-    options = _npu_options.get(key)
-    if options is None:
-        include_dirs = [torch_npu.include_dir] if torch_npu.include_dir is not None else []
-        options = CppDeviceOptions(
-            definitions=list(NPU_DEFINITIONS),
-            include_dirs=_unique([*include_dirs, *cann.include_dirs]),
-            cflags=[],
-            ldflags=[],
-            libraries_dirs=_unique([torch_npu.library_dir, *cann.library_dirs]),
-            libraries=_unique(["torch_npu", *cann.libraries]),
-            passthrough_args=list(NPU_PASSTHROUGH_ARGS),
-        )
-        _check_paths(options, cann, torch_npu)
-        _npu_options.put(key, options)
-    return options.copy()
+    return npu_options(find_cann(default_roots), find_torch_npu()).copy()
+
+
+@cached
+def npu_options(cann: CannInstall, torch_npu: TorchNpuInstall) -> CppDeviceOptions:
+    """What Ascend adds for these installs, kept per process; raises ``CannPathError`` as
+    :func:`cpp_device_options` does."""
+    include_dirs = [torch_npu.include_dir] if torch_npu.include_dir is not None else []
+    options = CppDeviceOptions(
+        definitions=list(NPU_DEFINITIONS),
+        include_dirs=_unique([*include_dirs, *cann.include_dirs]),
+        cflags=[],
+        ldflags=[],
+        libraries_dirs=_unique([torch_npu.library_dir, *cann.library_dirs]),
+        libraries=_unique(["torch_npu", *cann.libraries]),
+        passthrough_args=list(NPU_PASSTHROUGH_ARGS),
+    )
+    _check_paths(options, cann, torch_npu)
+    return options
 
 
 def _check_paths(options: CppDeviceOptions, cann: CannInstall, torch_npu: TorchNpuInstall) -> None:
     """Raise ``CannPathError`` for a CANN or torch_npu dir that would not reach g++ as one
     argument (a space where Inductor does not quote, a quote, a newline): the generic
     validation error would not say that CANN's location is the cause."""
-    from .._options.pipeline import final_value_problem
+    from .. import value_problem  # the validation pipeline: loaded only here
 
     for field in ("include_dirs", "libraries_dirs"):
         for value in getattr(options, field):
-            problem = final_value_problem(field, value)
+            problem = value_problem(field, value)
             if problem is None:
                 continue
             if value == cann.home or value.startswith(cann.home + os.sep):

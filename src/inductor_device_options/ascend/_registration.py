@@ -6,12 +6,7 @@ from __future__ import annotations
 import warnings
 from typing import Literal
 
-from .._lookup.device_types import normalize_device_type
-from .._lookup.registry import (
-    register_cpp_device_options,
-    registered_provider,
-    unregister_cpp_device_options,
-)
+from .. import register_cpp_device_options, unregister_cpp_device_options
 from ._provider import DEVICE_TYPE, cpp_device_options
 
 
@@ -37,11 +32,7 @@ def register(device_type: str = DEVICE_TYPE) -> None:
         >>> ascend.unregister()
         True
     """
-    name = normalize_device_type(device_type)
-    current = registered_provider(name)
-    if current is not None and current.callback is cpp_device_options:
-        return
-    register_cpp_device_options(name, cpp_device_options)
+    register_cpp_device_options(device_type, cpp_device_options)  # again: silent
 
 
 def unregister(device_type: str = DEVICE_TYPE) -> bool:
@@ -64,11 +55,7 @@ def unregister(device_type: str = DEVICE_TYPE) -> bool:
         >>> ascend.unregister(), ascend.unregister()
         (True, False)
     """
-    name = normalize_device_type(device_type)
-    current = registered_provider(name)
-    if current is None or current.callback is not cpp_device_options:
-        return False
-    return unregister_cpp_device_options(name)
+    return unregister_cpp_device_options(device_type, cpp_device_options)
 
 
 def patch_get_cpp_torch_device_options(

@@ -15,8 +15,7 @@ import warnings
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from .._state import BoundedCache
-from ._cache import cache
+from ._cache import cached
 from ._errors import TorchNpuNotFoundError
 
 #: Overrides where torch_npu is installed (the ``torch_npu`` package directory).
@@ -50,9 +49,6 @@ class TorchNpuInstall(NamedTuple):
     library_dir: str
 
 
-_found: BoundedCache[tuple[object, ...], TorchNpuInstall] = cache()
-
-
 def find_torch_npu() -> TorchNpuInstall:
     """Where torch_npu is installed, found without importing it.
 
@@ -78,19 +74,24 @@ def find_torch_npu() -> TorchNpuInstall:
         ...     ascend.find_torch_npu().source
         'PYTORCH_NPU_INSTALL_PATH'
     """
-    key = (
+    return searched(
         os.environ.get(ENV_TORCH_NPU_INSTALL_PATH, ""),
         os.environ.get(ENV_LIBTORCH_NPU_PATH, ""),
         tuple(sys.path),
     )
-    cached = _found.get(key)
-    if cached is not None:
-        return cached
-    search = _Search(os.environ)
+
+
+@cached
+def searched(install_path: str, library_path: str, path: tuple[str, ...]) -> TorchNpuInstall:
+    """:func:`find_torch_npu` for these values of ``$PYTORCH_NPU_INSTALL_PATH``,
+    ``$LIBTORCH_NPU_PATH`` and ``sys.path`` (which ``find_spec`` reads), kept per process."""
+    search = _Search(
+        {ENV_TORCH_NPU_INSTALL_PATH: install_path, ENV_LIBTORCH_NPU_PATH: library_path}
+    )
     for step in (search.from_override, search.from_spec, search.from_metadata):
         found = step()
         if found is not None:
-            return _found.put(key, found)
+            return found
     raise TorchNpuNotFoundError(search.tried, search.fix())
 
 
