@@ -45,5 +45,9 @@ napoleon_numpy_docstring = False
 
 html_theme = "furo"
 html_title = f"inductor-device-options {release}"
+html_static_path = ["_static"]
 # Mermaid is drawn in the browser (mermaid.js); the build needs no network or mmdc.
 mermaid_output_format = "raw"
+# The site ships Mermaid (its version: development/docs.md) and loads nothing from a CDN:
+# clusters are often offline. ido_docs makes pages opened from disk (file://) draw too.
+mermaid_use_local = "mermaid/mermaid.min.js"

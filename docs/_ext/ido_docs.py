@@ -9,6 +9,12 @@
   (``ENTRY_POINT_GROUP``) has its ``#:`` comment in the private module that defines it;
   autodoc, documenting it under the public name, would show the docstring of its type
   (``str``'s) instead. The comment of the defining module is shown.
+* Diagrams drawn by the site's own Mermaid, even from disk. sphinxcontrib-mermaid's script
+  is a module that imports Mermaid from ``mermaid_use_local``; a page opened as a file
+  (``file://``) may import no module file (Chromium refuses: a file has no origin to allow
+  it). So the page loads the site's copy as a classic script, and the import takes what it
+  defined from a ``data:`` URL, which any page may import. The pages Sphinx generates
+  (search, the index) hold no diagram and load no Mermaid.
 """
 
 from __future__ import annotations
@@ -23,6 +29,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+#: The first line of sphinxcontrib-mermaid's script (its ``default.js.j2``).
+MERMAID_IMPORT = re.compile(r'^import mermaid from "[^"]*";')
+#: A module whose default export is the Mermaid that the classic script defined.
+MERMAID_FROM_THE_PAGE = (
+    'import mermaid from "data:text/javascript,export default globalThis.mermaid;";'
+)
 PLACEHOLDER = re.compile(r"^```\{cli-reference\}\n```\n", re.MULTILINE)
 #: argparse wraps usage lines at the terminal's width; the docs use a fixed one.
 USAGE_WIDTH = "88"
@@ -140,7 +152,29 @@ def _data_docstring(
     lines[:] = defining_doc_comment(module_name, attribute, obj) or []
 
 
+def _mermaid_from_the_site(
+    app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    site_copy = app.config.mermaid_use_local
+    scripts = context.get("script_files", [])
+    module = next(
+        (js for js in scripts if MERMAID_IMPORT.match(js.attributes.get("body") or "")), None
+    )
+    if not site_copy or module is None:
+        return
+    scripts.remove(module)
+    if doctree is None:  # a page Sphinx generates (search, index): it holds no diagram
+        return
+    body = MERMAID_IMPORT.sub(lambda _: MERMAID_FROM_THE_PAGE, module.attributes["body"], count=1)
+    # Added on html-page-context, both are this page's alone, as sphinxcontrib-mermaid's was.
+    # Deferred, the 2.7 MB script holds up no rendering, and still runs before the module.
+    app.add_js_file(site_copy, priority=module.priority, defer="defer")
+    app.add_js_file(None, priority=module.priority, **{**module.attributes, "body": body})
+
+
 def setup(app: Any) -> dict[str, Any]:
     app.connect("source-read", _replace_placeholder)
     app.connect("autodoc-process-docstring", _data_docstring)
+    # After sphinxcontrib-mermaid's own handler (priority 500), which adds its script.
+    app.connect("html-page-context", _mermaid_from_the_site, priority=600)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
