@@ -11,6 +11,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -34,6 +35,17 @@ def pythonpath_with(*directories: Path) -> str:
 
 #: This directory: on a subprocess's PYTHONPATH, its code can ``from support import ...``.
 TESTS_DIR = Path(__file__).resolve().parent
+
+
+def docs_extension() -> ModuleType:
+    """``docs/_ext/ido_docs.py``, the docs' Sphinx extension, imported without Sphinx."""
+    extensions = str(TESTS_DIR.parent / "docs" / "_ext")
+    sys.path.insert(0, extensions)
+    try:
+        import ido_docs
+    finally:
+        sys.path.remove(extensions)
+    return ido_docs
 
 
 def run_python(

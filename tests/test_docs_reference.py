@@ -4,10 +4,10 @@ the sample page's steps are the demo's."""
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
+from support import docs_extension
 
 import inductor_device_options
 from inductor_device_options import _cli as cli
@@ -45,11 +45,7 @@ def test_every_public_name_is_in_the_reference(module: tuple[object, ...], page:
 
 
 def test_the_cli_reference_is_generated_from_the_parser() -> None:
-    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-    try:
-        import ido_docs
-    finally:
-        sys.path.remove(str(ROOT / "docs" / "_ext"))
+    ido_docs = docs_extension()
     parser = cli._parser()
     reference = ido_docs.cli_reference_markdown(parser)
     assert ido_docs.PLACEHOLDER.search((REFERENCE / "cli.md").read_text())
@@ -62,11 +58,7 @@ def test_the_cli_reference_is_generated_from_the_parser() -> None:
 
 
 def test_a_reexported_constant_shows_the_comment_of_the_module_that_defines_it() -> None:
-    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-    try:
-        import ido_docs
-    finally:
-        sys.path.remove(str(ROOT / "docs" / "_ext"))
+    ido_docs = docs_extension()
     comment = ido_docs.defining_doc_comment(
         "inductor_device_options", "ENTRY_POINT_GROUP", inductor_device_options.ENTRY_POINT_GROUP
     )

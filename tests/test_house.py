@@ -1,14 +1,17 @@
 """The house keeps its shape: sizes, what every process loads, the public face, the rooms'
-directions, and state in one place (the figures: ``python benchmarks/house.py``)."""
+layers (and the layout page's drawing of them), and state in one place (the figures:
+``python benchmarks/house.py``)."""
 
 from __future__ import annotations
 import __future__
 
 import ast
+import re
 import sys
 from pathlib import Path
 
 import pytest
+from support import check_python, docs_extension
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -86,28 +89,9 @@ def _module_level_state(path: Path) -> list[str]:
     return found
 
 
-def _imported_modules(path: Path) -> set[str]:
-    """The package modules ``path`` imports, by full name (relative imports resolved)."""
-    package = ".".join(("inductor_device_options", *path.relative_to(PACKAGE).parent.parts))
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
-            module = ".".join(part for part in (base, node.module or "") if part)
-            found |= {module} | {f"{module}.{alias.name}" for alias in node.names}
-    return {name for name in found if name.startswith("inductor_device_options")}
-
-
-def _dotted(path: Path) -> str:
-    parts = path.relative_to(PACKAGE).with_suffix("").parts
-    return ".".join((PACKAGE.name, *(parts[:-1] if parts[-1] == "__init__" else parts)))
-
-
 def test_nothing_outside_the_face_looks_public() -> None:
     """A module is the package itself, one of the FACE, or has a leading ``_`` in its path."""
-    modules = [_dotted(path) for path in sorted(PACKAGE.rglob("*.py"))]
+    modules = list(house.modules())
     face = {PACKAGE.name, *(f"{PACKAGE.name}.{name}" for name in FACE)}
     public_looking = [
         name
@@ -118,26 +102,101 @@ def test_nothing_outside_the_face_looks_public() -> None:
     assert {name for name in modules if name in face} == face  # each face module exists
 
 
-@pytest.mark.parametrize("room", ["ascend", "sample"])
+@pytest.mark.parametrize("room", ["ascend/", "sample/"])
 def test_the_model_providers_use_only_the_face(room: str) -> None:
     """ascend/ and sample/ are backends as a user would write them: they import the public
     face (the package's names, ``introspection``, ``testing``) and their own modules,
-    nothing behind the face. The sample needs no demo either: the demo's harness (which logs
-    a compile subprocess's commands) is hooked in by the autoload entry."""
-    import inductor_device_options
+    nothing behind the face."""
+    assert room in house.rooms()
+    imported = {end for start, end in house.room_arrows() if start == room}
+    assert imported <= {"__init__", "introspection", "testing"}
 
-    face = {PACKAGE.name, *(f"{PACKAGE.name}.{name}" for name in inductor_device_options.__all__)}
-    whole = tuple(f"{PACKAGE.name}.{name}" for name in ("introspection", "testing", room))
-    assert (PACKAGE / room).is_dir()
-    behind_the_face = {
-        str(path.relative_to(PACKAGE)): sorted(
-            name
-            for name in _imported_modules(path)
-            if name not in face and not any(name == w or name.startswith(f"{w}.") for w in whole)
+
+def test_the_sample_device_needs_no_demo() -> None:
+    """The sample is a backend as a user would write one: the demo's harness (which logs a
+    compile subprocess's commands to the demo) is hooked in by the autoload entry. Nothing
+    the sample imports leads to ``_demo/``, not even further along."""
+    assert "sample/" in house.rooms()
+    assert "_demo/" not in house.reachable(house.room_arrows(), "sample/")
+
+
+def test_every_room_stands_in_one_layer() -> None:
+    layered = [name for names in house.LAYERS for name in names]
+    assert sorted(layered) == sorted(house.rooms()), "benchmarks/house.py: LAYERS, each room once"
+
+
+def test_no_room_imports_one_of_its_own_layer_or_a_higher_one() -> None:
+    """The layers hold, but for the arrows known to go up (to be taken out: none may come)."""
+    upward = house.upward_arrows()
+    assert upward == list(house.KNOWN_UPWARD_ARROWS), (
+        "an arrow up a layer: turn the import round, or move the room in LAYERS "
+        "(benchmarks/house.py); an arrow taken out of the code leaves KNOWN_UPWARD_ARROWS. "
+        "`python benchmarks/house.py` lists the arrows up a layer"
+    )
+
+
+def test_the_imports_made_by_name_are_real() -> None:
+    """What no import statement shows, and the layers count on: the importer imports the
+    module on first use of its attribute, and not before."""
+    assert house.LOADED_BY_NAME
+    for found in house.LOADED_BY_NAME:
+        check_python(
+            f"import sys, {found.importer} as importer\n"
+            f"assert {found.imported!r} not in sys.modules\n"
+            f"importer.{found.imported.rpartition('.')[2]}\n"
+            f"assert {found.imported!r} in sys.modules\n"
         )
-        for path in sorted((PACKAGE / room).rglob("*.py"))
+
+
+def _rooms_markdown_of_the_layout_page() -> str:
+    ido_docs = docs_extension()
+    found = ido_docs.ROOMS_PLACEHOLDER.search((ROOT / "docs/development/layout.md").read_text())
+    assert found, "docs/development/layout.md draws the rooms with a {rooms} fence"
+    return str(ido_docs.rooms_markdown(house, ido_docs.room_captions(found.group(1))))
+
+
+def test_the_layout_page_draws_every_room_and_no_more_arrows_than_keep_their_reach() -> None:
+    """A solid arrow is an import that runs when its module is imported, a dotted one
+    another; solid arrows lead where such imports lead, all arrows where all imports do, and
+    taking any drawn arrow away would lose a room it leads to."""
+    markdown = _rooms_markdown_of_the_layout_page()
+    names = dict(re.findall(r'^    (room_\w+)\["([^ "]+)', markdown, re.MULTILINE))
+    assert sorted(names.values()) == sorted(house.rooms())
+    drawn: dict[str, set[tuple[str, str]]] = {"-->": set(), "-.->": set()}
+    for start, line, end in re.findall(
+        r"^    (room_\w+) (\S+) (room_\w+)$", markdown, re.MULTILINE
+    ):
+        drawn[line].add((names[start], names[end]))
+    arrows = house.room_arrows()
+    on_import = {arrow for arrow, behind in arrows.items() if house.runs_on_import(behind)}
+    solid, everything = drawn["-->"], drawn["-->"] | drawn["-.->"]
+    assert solid <= on_import
+    assert drawn["-.->"] <= set(arrows) - on_import
+    for name in house.rooms():
+        assert house.reachable(solid, name) == house.reachable(on_import, name), name
+        assert house.reachable(everything, name) == house.reachable(arrows, name), name
+    for kind, drawing in (("-->", solid), ("-.->", everything)):
+        for arrow in drawn[kind]:
+            assert arrow[1] not in house.reachable(drawing - {arrow}, arrow[0]), arrow
+
+
+def test_the_layout_page_tables_every_room_s_imports_and_the_arrows_up_a_layer() -> None:
+    """A row a room, in its layer: the rooms whose imports run when it is imported, then the
+    others; under the table, the arrows up a layer, if any."""
+    markdown = _rooms_markdown_of_the_layout_page()
+    rows = re.findall(r"^\| (\d+) \| `(\S+)` \|(.*)\|(.*)\|$", markdown, re.MULTILINE)
+    assert [(name, int(layer)) for layer, name, *_ in rows] == list(house.LAYER_NUMBERS.items())
+    tabled = {
+        (name, end): column
+        for _, name, *cells in rows
+        for column, cell in enumerate(cells)
+        for end in re.findall(r"`([^`]+)`", cell)
     }
-    assert {path: names for path, names in behind_the_face.items() if names} == {}
+    arrows = house.room_arrows()
+    assert tabled == {arrow: int(not house.runs_on_import(arrows[arrow])) for arrow in arrows}
+    upward = house.upward_arrows()
+    assert ("Up a layer" in markdown) == bool(upward)
+    assert all(f"`{start}` → `{end}`" in markdown for start, end in upward)
 
 
 def test_state_lives_in_one_place() -> None:

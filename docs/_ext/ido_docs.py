@@ -5,6 +5,11 @@
   parser, ``inductor_device_options._cli.build_parser()``: every command, its usage line as
   argparse prints it, and every argument with its help. Nothing of it is written by hand,
   so it cannot drift from the code.
+* The rooms' imports, drawn. A page holds a ``{rooms}`` fence whose lines caption rooms
+  (``_cli/: prints``); when Sphinx reads the page, the fence is replaced by a Mermaid diagram
+  and a table of the imports between the package's rooms, computed from its source by
+  ``benchmarks/house.py`` (which ``tests/test_house.py`` holds to the layers). The page is
+  read again whenever a module of the package changes.
 * Constants under their public name. A constant re-exported by ``inductor_device_options``
   (``ENTRY_POINT_GROUP``) has its ``#:`` comment in the private module that defines it;
   autodoc, documenting it under the public name, would show the docstring of its type
@@ -21,12 +26,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import inspect
 import os
 import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 #: The first line of sphinxcontrib-mermaid's script (its ``default.js.j2``).
@@ -36,6 +44,8 @@ MERMAID_FROM_THE_PAGE = (
     'import mermaid from "data:text/javascript,export default globalThis.mermaid;";'
 )
 PLACEHOLDER = re.compile(r"^```\{cli-reference\}\n```\n", re.MULTILINE)
+ROOMS_PLACEHOLDER = re.compile(r"^```\{rooms\}\n(.*?)^```\n", re.MULTILINE | re.DOTALL)
+HOUSE = Path(__file__).resolve().parents[2] / "benchmarks" / "house.py"
 #: argparse wraps usage lines at the terminal's width; the docs use a fixed one.
 USAGE_WIDTH = "88"
 
@@ -126,6 +136,85 @@ def _replace_placeholder(app: Any, docname: str, source: list[str]) -> None:
     source[0] = PLACEHOLDER.sub(lambda _: generated, source[0])
 
 
+def load_house() -> ModuleType:
+    """``benchmarks/house.py``: the rooms, their layers and their imports."""
+    spec = importlib.util.spec_from_file_location("house", HOUSE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _mermaid(house: ModuleType, layers: dict[str, int], captions: dict[str, str]) -> list[str]:
+    ids = {name: "room_" + re.sub(r"\W", "", name) for name in layers}
+    lines = ["```{mermaid}", "flowchart LR"]
+    for name in layers:
+        label = f"{name} ({captions[name]})" if name in captions else name
+        lines.append(f'    {ids[name]}["{label.replace(chr(34), "#quot;")}"]')
+    drawn = house.drawing(house.room_arrows())
+    lines += [f"    {ids[start]} --> {ids[end]}" for start, end in drawn.solid]
+    lines += [f"    {ids[start]} -.-> {ids[end]}" for start, end in drawn.dotted]
+    upward = set(house.upward_arrows())
+    for number, arrow in enumerate([*drawn.solid, *drawn.dotted]):
+        if arrow in upward:
+            lines.append(f"    linkStyle {number} stroke:#d33,color:#d33")
+    return [*lines, "```", ""]
+
+
+def _imports_table(house: ModuleType, layers: dict[str, int]) -> list[str]:
+    arrows = house.room_arrows()
+    lines = [
+        "| layer | room | imports that run when it is imported | the others: in a function, by "
+        "name, or for types |",
+        "|---|---|---|---|",
+    ]
+    for name, layer in layers.items():
+        mine = {end: behind for (start, end), behind in arrows.items() if start == name}
+        cells = ["", ""]
+        for end in sorted(mine, key=lambda end: (layers[end], end)):
+            on_import = house.runs_on_import(mine[end])
+            types = " (types)" if all(found.typing_only for found in mine[end]) else ""
+            cell = 0 if on_import else 1
+            cells[cell] += f"{', ' if cells[cell] else ''}`{end}`{types}"
+        lines.append(f"| {layer} | `{name}` | {cells[0]} | {cells[1]} |")
+    return [*lines, ""]
+
+
+def rooms_markdown(house: ModuleType, captions: dict[str, str]) -> str:
+    """The rooms' imports as MyST Markdown: a diagram of the fewest arrows (``house.drawing``),
+    a table of every room's imports by layer, and the arrows that go up a layer, if any."""
+    layers = house.LAYER_NUMBERS
+    unknown = sorted(set(captions) - set(layers))
+    if unknown:
+        raise ValueError(f"captions of rooms that are not in benchmarks/house.py: {unknown}")
+    lines = [*_mermaid(house, layers, captions), *_imports_table(house, layers)]
+    upward = ", ".join(f"`{start}` → `{end}`" for start, end in house.upward_arrows())
+    if upward:
+        lines.append(f"Up a layer, to be taken out of the code: {upward}.\n")
+    return "\n".join(lines)
+
+
+def room_captions(fence_body: str) -> dict[str, str]:
+    """The captions a ``{rooms}`` fence gives, one ``room: caption`` a line."""
+    captions = {}
+    for line in filter(str.strip, fence_body.splitlines()):
+        name, _, caption = line.partition(":")
+        captions[name.strip()] = caption.strip()
+    return captions
+
+
+def _replace_rooms_placeholder(app: Any, docname: str, source: list[str]) -> None:
+    found = ROOMS_PLACEHOLDER.search(source[0])
+    if not found:
+        return
+    house = load_house()
+    # Read again, on an incremental build, whenever an import may have changed.
+    for path in (HOUSE, *house.modules().values()):
+        app.env.note_dependency(str(path))
+    generated = rooms_markdown(house, room_captions(found.group(1)))
+    source[0] = source[0][: found.start()] + generated + source[0][found.end() :]
+
+
 def defining_doc_comment(module_name: str, attribute: str, value: object) -> list[str] | None:
     """The ``#:`` comment of ``attribute`` in the package's module that defines ``value``."""
     from sphinx.pycode import ModuleAnalyzer
@@ -174,6 +263,7 @@ def _mermaid_from_the_site(
 
 def setup(app: Any) -> dict[str, Any]:
     app.connect("source-read", _replace_placeholder)
+    app.connect("source-read", _replace_rooms_placeholder)
     app.connect("autodoc-process-docstring", _data_docstring)
     # After sphinxcontrib-mermaid's own handler (priority 500), which adds its script.
     app.connect("html-page-context", _mermaid_from_the_site, priority=600)

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import _cache
+from . import _cann, _provider, _torch_npu
 from ._cann import CannInstall, find_cann
 from ._errors import AscendOptionsError, CannNotFoundError, CannPathError, TorchNpuNotFoundError
 from ._provider import cpp_device_options
@@ -94,7 +94,8 @@ def clear_cache() -> None:
         >>> from inductor_device_options import ascend
         >>> ascend.clear_cache()
     """
-    _cache.clear_all()
+    for cache in (_cann.searched, _torch_npu.searched, _provider.npu_options, _provider.merged):
+        cache.cache_clear()
 
 
 #: Loaded when first used: a lookup of ``npu`` (the entry point) does not need them.

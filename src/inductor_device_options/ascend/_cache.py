@@ -16,10 +16,3 @@ MAX_ENTRIES = 16
 #: The decorator of every Ascend cache.
 cached = functools.lru_cache(maxsize=MAX_ENTRIES)
 
-
-def clear_all() -> None:
-    """Forget everything the Ascend caches hold."""
-    from . import _cann, _provider, _torch_npu
-
-    for function in (_cann.searched, _torch_npu.searched, _provider.npu_options, _provider.merged):
-        function.cache_clear()
