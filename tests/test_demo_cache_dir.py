@@ -15,7 +15,7 @@ from support import cpp_builder_keeps_whole
 
 import inductor_device_options as ido
 from inductor_device_options._demo.cache_dir import buildable_cache_dir
-from inductor_device_options._options.pipeline import final_value_problem, finish
+from inductor_device_options._options.pipeline import check_value, finish
 from inductor_device_options.sample import DEVICE_NAME
 from inductor_device_options.sample._sdk import sdk_options_for
 
@@ -76,7 +76,7 @@ def test_a_runpath_written_as_an_ldflag_would_give_ld_a_response_file(tmp_path: 
     """Why the comma is refused: the sample's runpath, were it written as -Wl,-rpath,<dir>
     (as it was), would give ld ``@<tmp>/r/sdk/lib``, which ld reads as a response file."""
     library_dir = f"{tmp_path}/c,@{tmp_path}/r/sdk/lib"
-    problem = final_value_problem("ldflags", f"Wl,-rpath,{library_dir}")
+    problem = check_value("ldflags", f"Wl,-rpath,{library_dir}")
     assert problem is not None
     assert f"gives ld the argument '@{tmp_path}/r/sdk/lib'" in problem
     assert f"ld receives {['-rpath', f'{tmp_path}/c', f'@{tmp_path}/r/sdk/lib']!r}" in problem

@@ -13,7 +13,7 @@ from support import cpp_builder_keeps_whole
 from inductor_device_options import CppDeviceOptions, InvalidCppDeviceOptionsError
 from inductor_device_options._options.model import FIELDS
 from inductor_device_options._options.pipeline import finish
-from inductor_device_options._options.rules import snapshot, value_problem, value_problems
+from inductor_device_options._options.rules import rule_cause, rule_problems, snapshot
 
 
 def _with(field: str, value: object) -> tuple[list[object], ...]:
@@ -45,9 +45,9 @@ ACCEPTED = [
 
 @pytest.mark.parametrize(("field", "value"), ACCEPTED)
 def test_accepted_values(field: str, value: str) -> None:
-    assert value_problem(field, value) is None
+    assert rule_cause(field, value) is None
     options = snapshot(_with(field, value), device_type="npu", provider="p")
-    assert value_problems(options) == []
+    assert rule_problems(options) == []
     assert getattr(options, field) == [value]
 
 
@@ -313,15 +313,16 @@ def test_fuzz_refused_or_one_argument_per_value(field: str) -> None:
 
 
 def test_where_the_rendering_is_not_recognised_only_plain_words_pass() -> None:
+    from inductor_device_options._options.problems import Place
     from inductor_device_options._options.rendering import _plain_word_problems
 
     options = CppDeviceOptions(
         [" USE_X", "A=b c"], ["/my sdk"], ["Wall"], [], ["/opt/lib"], ["it's"], ["-a 'b c'"]
     )
-    assert [(p.field, p.position) for p in _plain_word_problems(options)] == [
-        ("definitions", 1),
-        ("include_dirs", 0),
-        ("libraries", 0),
+    assert [problem.place for problem in _plain_word_problems(options)] == [
+        Place("definitions", 1, "A=b c"),
+        Place("include_dirs", 0, "/my sdk"),
+        Place("libraries", 0, "it's"),
     ]
 
 

@@ -106,13 +106,13 @@ def test_each_value_is_checked_once_per_uncached_lookup(
         ["-Wno-unused-variable"],
     )
     checked: Counter[tuple[str, str]] = Counter()
-    rule = rules.value_problem
+    rule = rules.rule_cause
 
     def counted_rule(field: str, value: str) -> str | None:
         checked[(field, value)] += 1
         return rule(field, value)
 
-    monkeypatch.setattr(rules, "value_problem", counted_rule)
+    monkeypatch.setattr(rules, "rule_cause", counted_rule)
     testing.reset()  # nothing finished before: this lookup runs every step
     ido.register_cpp_device_options("checkdev", lambda d, a, c: provided)
     options = ido.get_cpp_device_options("checkdev")

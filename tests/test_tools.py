@@ -432,8 +432,8 @@ def test_which_environment_values_a_split_word_may_not_hold(
     word: str, environ: dict[str, str], refused: bool
 ) -> None:
     prefix = word[:4]
-    problem = tools.split_word_problem(word, prefix, "ld", environ)
-    assert (problem is not None) == refused, problem
+    cause = tools.split_word_cause(word, prefix, "ld", environ)
+    assert (cause is not None) == refused, cause
     if refused:
         [name] = environ
-        assert f"holds the value of ${name} ({environ[name]!r})" in str(problem)
+        assert f"holds the value of ${name} ({environ[name]!r})" in str(cause)

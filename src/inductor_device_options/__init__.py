@@ -49,7 +49,7 @@ from ._options.model import CppDeviceOptions
 from ._options.runpath import runpath
 
 if TYPE_CHECKING:
-    from ._options.pipeline import final_value_problem as value_problem
+    from ._options.pipeline import check_value
 
 __version__ = "0.1.0"
 
@@ -69,25 +69,25 @@ __all__ = [
     "RunpathError",
     "SdkMismatchError",
     "arm",
+    "check_value",
     "default_cpp_device_options",
     "get_cpp_device_options",
     "guarantee_cpp_device_options",
     "register_cpp_device_options",
     "runpath",
     "unregister_cpp_device_options",
-    "value_problem",
 ]
 
 
 def __getattr__(name: str) -> object:
-    """``ido.introspection``, ``ido.testing`` and ``ido.value_problem`` load on first use,
+    """``ido.introspection``, ``ido.testing`` and ``ido.check_value`` load on first use,
     not in every process that imports torch."""
     import importlib
 
     if name in ("introspection", "testing"):
         return importlib.import_module(f"{__name__}.{name}")
-    if name == "value_problem":  # the validation pipeline: loaded by a provider that asks
-        return importlib.import_module(f"{__name__}._options.pipeline").final_value_problem
+    if name == "check_value":  # the validation pipeline: loaded by a provider that asks
+        return importlib.import_module(f"{__name__}._options.pipeline").check_value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

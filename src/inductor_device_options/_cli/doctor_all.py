@@ -4,7 +4,6 @@ torch's own left out, one line each (or one JSON document)."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -117,7 +116,7 @@ def _doctor_one(
         "source": source_document(source),
         "status": status,
         "skipped": skipped,
-        "checks": [dataclasses.asdict(check) for check in checks],
+        "checks": [check_document(check) for check in checks],
     }
 
 
@@ -141,6 +140,26 @@ class _Loaders:
         if self._ready is not None:
             self._ready.close()
             self._ready = None
+
+
+def check_document(check: Check) -> Document:
+    """``check`` in doctor's JSON (schema v1): its name, title, status and summary, and each
+    problem's cause, fix, details and instances (a problem's place is in its cause)."""
+    return {
+        "name": check.name,
+        "title": check.title,
+        "status": check.status,
+        "summary": check.summary,
+        "problems": [
+            {
+                "cause": problem.cause,
+                "fix": problem.fix,
+                "details": list(problem.details),
+                "instances": list(problem.instances),
+            }
+            for problem in check.problems
+        ],
+    }
 
 
 def label(style: Style, status: str) -> str:

@@ -7,7 +7,6 @@ failure (or warning) its cause, the instances it lists, its one fix and its deta
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import itertools
 import sys
 import threading
@@ -15,12 +14,13 @@ import time
 from collections.abc import Callable, Sequence
 
 from .._diagnose import real_compile
-from .._diagnose.checks import Check, Problem, check_names
+from .._diagnose.checks import Check, check_names
 from .._diagnose.doctor import provider_load_failed, run_doctor
 from .._diagnose.probe import Progress
 from .._diagnose.torch_hook_checks import backend_registered
+from .._options.problems import Problem
 from .device_command import DeviceRun, device_command, modes
-from .doctor_all import doctor_all, label
+from .doctor_all import check_document, doctor_all, label
 from .output import (
     EXIT_FAILED,
     EXIT_OK,
@@ -61,7 +61,7 @@ def doctor_command(run: DeviceRun) -> int:
         run.document.update(
             ok=not failed,
             exit_code=exit_code,
-            checks=[dataclasses.asdict(check) for check in checks],
+            checks=[check_document(check) for check in checks],
         )
         run.output.print_json("doctor", **run.document)
     else:

@@ -18,7 +18,7 @@ def buildable_cache_dir(cache_dir: str | os.PathLike[str] | None) -> tuple[Path,
     falls back to a temporary one.
     """
     from .. import RunpathError, runpath
-    from .._options.pipeline import final_value_problem
+    from .._options.pipeline import check_value
 
     wanted = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     fallback = Path(tempfile.gettempdir()) / f"inductor-device-options-{os.getuid()}" / DEVICE_NAME
@@ -26,7 +26,7 @@ def buildable_cache_dir(cache_dir: str | os.PathLike[str] | None) -> tuple[Path,
     for candidate in [wanted] if cache_dir is not None else [wanted, fallback]:
         library_dir = os.path.realpath(candidate / "sdk" / "lib")
         try:
-            problem = final_value_problem("libraries_dirs", library_dir) or final_value_problem(
+            problem = check_value("libraries_dirs", library_dir) or check_value(
                 "ldflags", runpath(library_dir)
             )
         except RunpathError as error:

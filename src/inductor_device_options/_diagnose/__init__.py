@@ -1,7 +1,8 @@
 """What ``doctor`` finds, computed and never printed (``_cli/`` prints).
 
 - ``doctor``: the run of the static checks, in order;
-- ``checks``: what a check is (``Check``, ``Problem``), their names, the ``Context`` they share;
+- ``checks``: what a check is (``Check``, its problems: ``_options.problems.Problem``), their
+  names, the ``Context`` they share;
 - ``hook_checks``, ``options_checks``, ``path_checks``, ``header_checks``,
   ``probe_checks``: the checks, by what they look at;
 - ``real_compile`` (and ``compile_child``, run in the fresh Python): ``doctor --compile``;

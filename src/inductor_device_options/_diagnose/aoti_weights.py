@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 
 from .._lookup.device_types import RESERVED_DEVICE_TYPES
-from .checks import Check, Context, Problem, check
+from .._options.problems import Problem
+from .checks import Check, Context, check
 
 NAME = "aoti_weights"
 #: What torch's AOTInductor runtime says when it refuses a constant (model_base.h).

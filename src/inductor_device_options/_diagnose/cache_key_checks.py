@@ -4,8 +4,9 @@ caches on the running torch, so that code built against one SDK never runs again
 
 from __future__ import annotations
 
+from .._options.problems import Problem
 from .cache_keying import CACHES, NOT_SERVED, cache_keying
-from .checks import Check, Context, Problem, check
+from .checks import Check, Context, check
 
 _NAME = "cache_keys"
 

@@ -1,5 +1,6 @@
 """What a doctor check is and what every check works with: its verdict (``Check``, its
-``Problem``), the names and titles of every check, what is known of the device so far
+problems: ``_options.problems.Problem``, the type the validation pipeline's refusals are of
+too), the names and titles of every check, what is known of the device so far
 (``Context``) and the wording of the fixes the checks share.
 
 A report names the provider once, in its header: a check's words say "the provider", and
@@ -20,6 +21,7 @@ from .._hook.serve import loaded_source
 from .._lookup.provider_attributes import hints_of
 from .._lookup.registry import CppDeviceOptionsCallback
 from .._options.model import CppDeviceOptions
+from .._options.problems import Problem
 from ..introspection import DeviceOptionsSource
 from .asked import AskedDevice
 from .backend_init_run import BackendInit
@@ -88,17 +90,6 @@ def check_names(aot_mode: bool, compile: bool, model: bool = False) -> list[str]
         skipped |= {"user_model"} if not model else set()
         names += [name for name in COMPILE_CHECKS if name not in skipped]
     return names
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One failure: what is wrong, what to do, supporting lines (compiler output), and,
-    for a failure with many instances, each of them (the cause says what they share)."""
-
-    cause: str
-    fix: str
-    details: tuple[str, ...] = ()
-    instances: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

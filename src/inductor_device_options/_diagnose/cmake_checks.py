@@ -25,8 +25,9 @@ from .._errors import CppDeviceOptionsError
 from .._fs import inside_torch
 from .._options.cmake import RUNPATH_PREFIX, escape, own_options
 from .._options.model import CppDeviceOptions
+from .._options.problems import Problem
 from .._torch_names import BUILDER, CMAKE_WRITERS
-from .checks import Check, Context, Problem, check
+from .checks import Check, Context, check
 from .header_checks import included_headers
 from .probe import PROBE_NAME, Progress, with_progress
 from .run import Ran, run_tool

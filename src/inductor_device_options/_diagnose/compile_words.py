@@ -10,8 +10,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from .._options.problems import Problem
 from .aoti_weights import MIXED_DEVICE, WORKAROUND
-from .checks import CHECKS, Check, Problem, Status
+from .checks import CHECKS, Check, Status
 from .raised_in import bare_cause, bare_fix
 from .text import RELEVANT, shorten
 

@@ -14,11 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .._errors import ProviderLoadError
+from .._options.problems import Problem
 from ..introspection import DeviceOptionsSource
 from .aoti_weights import check_aoti_weights
 from .backend_init_run import BackendInit, run_backend_init
 from .cache_key_checks import check_cache_keys
-from .checks import COMPILE_CHECKS, Check, Context, Problem, check, check_names
+from .checks import COMPILE_CHECKS, Check, Context, check, check_names
 from .cmake_checks import check_cmake_project
 from .header_checks import check_headers, check_shadowed_headers
 from .hook_checks import check_device_asked, check_hook

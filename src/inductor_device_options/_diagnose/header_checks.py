@@ -8,8 +8,9 @@ import os
 import sysconfig
 
 from .._fs import inside_torch
+from .._options.problems import Problem
 from .asked import AskedDevice
-from .checks import Check, Context, Problem, check
+from .checks import Check, Context, check
 from .hook_checks import FIX_CODEGEN
 from .inductor_headers import (
     DeviceHeaders,

@@ -7,10 +7,11 @@ from __future__ import annotations
 from .._hook.asked import not_asked_fix
 from .._hook.lookups import get_cpp_device_options, package_cpp_device_options
 from .._options.model import FIELDS, CppDeviceOptions
+from .._options.problems import Problem
 from .._torch_names import CPP_BUILDER
 from ..introspection import hook_state
 from .asked import asked_device_type
-from .checks import Check, Context, Problem, check
+from .checks import Check, Context, check
 from .legacy_door import LegacyDoor, legacy_door
 from .text import error_line, located
 

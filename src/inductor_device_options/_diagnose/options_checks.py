@@ -18,9 +18,10 @@ from .._errors import (
     raised_by_provider,
 )
 from .._hook.lookups import get_cpp_device_options
-from .._options.model import FIELDS, CppDeviceOptions, ValueProblem
-from .._options.pipeline import final_problems, final_value_problem
-from .checks import Check, Context, Problem, check, one_cause
+from .._options.model import FIELDS, CppDeviceOptions
+from .._options.pipeline import check_value, final_problems
+from .._options.problems import Problem
+from .checks import Check, Context, check, one_cause
 from .text import error_line, message_and_fix, plural, unique
 
 #: The package's own code: an error raised there, outside a provider call, is its bug.
@@ -169,7 +170,7 @@ def check_flags(context: Context) -> Check:
         problems, count = _raw_problems(context, context.raw)
     elif context.options is not None:
         # For torch's doors (what Inductor gets is exactly the backend's): findings only.
-        problems = [_value_problem(context, problem) for problem in final_problems(context.options)]
+        problems = [_with_fix(context, problem) for problem in final_problems(context.options)]
         count = sum(len(values) for values in context.options)
     else:
         return context.skipped("flags")
@@ -195,12 +196,12 @@ def _raw_problems(context: Context, raw: Sequence[object]) -> tuple[list[Problem
             count += 1
             if isinstance(value, str):
                 value = str.__str__(value)
-                problem = final_value_problem(name, value)
+                cause = check_value(name, value)
             else:
-                problem = f"is a {type(value).__name__}, not a str"
-            if problem is not None:
+                cause = f"is a {type(value).__name__}, not a str"
+            if cause is not None:
                 problems.append(
-                    Problem(f"{name}[{index}] = {value!r} {problem}", context.fix_provider)
+                    Problem(f"{name}[{index}] = {value!r} {cause}", context.fix_provider)
                 )
     if not problems and context.rejected is not None:
         # Each value is fine as written: what is not is its real path or custom_op_libs.
@@ -208,7 +209,8 @@ def _raw_problems(context: Context, raw: Sequence[object]) -> tuple[list[Problem
     return problems, count
 
 
-def _value_problem(context: Context, problem: ValueProblem) -> Problem:
+def _with_fix(context: Context, problem: Problem) -> Problem:
+    """A problem the pipeline found in the final options, stated with what to do about it."""
     fix = context.fix_provider
     if not context.source.guaranteed:
         fix += (
@@ -216,6 +218,4 @@ def _value_problem(context: Context, problem: ValueProblem) -> Problem:
             "checks torch's doors only with inductor_device_options."
             f"guarantee_cpp_device_options({context.device_type!r}))"
         )
-    return Problem(
-        f"{problem.field}[{problem.position}] = {problem.value!r} {problem.problem}", fix
-    )
+    return Problem(problem.stated(), fix)

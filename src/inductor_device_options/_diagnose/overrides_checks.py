@@ -16,7 +16,8 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from .._lookup.registry import describe_callable
-from .checks import Check, Context, Problem, check
+from .._options.problems import Problem
+from .checks import Check, Context, check
 from .text import error_line
 
 NAME = "overrides"

@@ -12,7 +12,8 @@ from functools import cache
 from .. import _fs
 from .._fs import library_file_names
 from .._options.model import CppDeviceOptions
-from .checks import Check, Context, Problem, check, one_cause
+from .._options.problems import Problem
+from .checks import Check, Context, check, one_cause
 from .run import run_tool
 from .text import plural, unique
 

@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 
-from .checks import CHECKS, Check, Context, Problem, check
+from .._options.problems import Problem
+from .checks import CHECKS, Check, Context, check
 from .module_load import LoadResult, missing_library, resolution
 from .path_checks import find_library, link_inputs
 from .probe import (

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 
-from .checks import Check, Context, Problem, check
+from .._options.problems import Problem
+from .checks import Check, Context, check
 from .generated_code import GeneratedCode, generated_code
 from .hook_checks import FIX_CODEGEN
 from .inductor_headers import included_names

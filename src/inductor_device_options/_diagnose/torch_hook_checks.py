@@ -13,8 +13,9 @@ from .._hook.torch_hooks import (
     uses_gpu_cpp_wrapper_instead,
 )
 from .._lookup.registry import describe_callable
+from .._options.problems import Problem
 from .backend_init_run import BackendInit
-from .checks import Check, Context, Problem, check
+from .checks import Check, Context, check
 
 #: The methods a C++ wrapper codegen class names the device's header with: torch 2.13 on
 #: calls the first two, torch 2.10 to 2.12 the last, torch 2.6 none.

@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from .. import _state
-from .model import FIELDS, CppDeviceOptions, ValueProblem
+from .model import FIELDS, CppDeviceOptions
+from .problems import Problem
 from .tools import Argument
 
 _PLAIN_DEFINITION = re.compile(r" *([A-Za-z_][A-Za-z0-9_]*)(=[A-Za-z0-9_.+\-:%,=]*)?")
@@ -91,9 +92,7 @@ def questions(
     ]
 
 
-def compiler_value_problems(
-    arguments: Sequence[Argument], options: CppDeviceOptions
-) -> list[ValueProblem]:
+def compiler_problems(arguments: Sequence[Argument], options: CppDeviceOptions) -> list[Problem]:
     """The values of ``options`` whose arguments (``arguments``: what g++ receives) the
     compiler Inductor runs rejects, with its own error (step 7 of the validation pipeline)."""
     values = {
@@ -106,11 +105,11 @@ def compiler_value_problems(
         return []
     compiler = _compiler()
     problems = []
-    for question, error in compiler_problems(compiler, asked):
-        problem = f"reaches g++ as {list(question.words)!r}, which {compiler} rejects: {error}"
+    for question, error in compiler_errors(compiler, asked):
+        cause = f"reaches g++ as {list(question.words)!r}, which {compiler} rejects: {error}"
         problems.append(
-            ValueProblem(
-                question.field, question.position, question.value, problem + _dash_hint(question)
+            Problem.of_value(
+                question.field, question.position, question.value, cause + _dash_hint(question)
             )
         )
     return problems
@@ -133,7 +132,7 @@ def _compiler() -> str:
     return compiler
 
 
-def compiler_problems(
+def compiler_errors(
     compiler: str, asked: Sequence[CompilerQuestion]
 ) -> list[tuple[CompilerQuestion, str]]:
     """Each question whose arguments ``compiler`` rejects, with the compiler's own error."""
@@ -141,12 +140,12 @@ def compiler_problems(
         return []
     if _verdict(compiler, tuple(word for question in asked for word in question.words)) is None:
         return []
-    problems = []
+    rejected = []
     for question in asked:
         error = _verdict(compiler, question.words)
         if error is not None:
-            problems.append((question, error))
-    return problems
+            rejected.append((question, error))
+    return rejected
 
 
 def _verdict(compiler: str, words: tuple[str, ...]) -> str | None:

@@ -1,4 +1,4 @@
-"""The data: ``CppDeviceOptions``, its fields, and the problem a value can have. Pure.
+"""The data: ``CppDeviceOptions`` and its fields. Pure.
 
 The seven lists are those torch's ``get_cpp_torch_device_options`` returns; what each value
 must meet, and in which order it is checked, is the validation pipeline's
@@ -67,18 +67,8 @@ FIELDS: tuple[str, ...] = CppDeviceOptions._fields
 MULTI_WORD_FIELDS = frozenset({"passthrough_args"})
 
 
-class ValueProblem(NamedTuple):
-    """Why ``value``, at ``field[position]``, cannot reach the compiler as meant."""
-
-    field: str
-    position: int
-    value: str
-    problem: str
-
-
 __all__ = [
     "FIELDS",
     "MULTI_WORD_FIELDS",
     "CppDeviceOptions",
-    "ValueProblem",
 ]

@@ -8,7 +8,7 @@ for a value the provider did not write as such, where it came from:
    of plain ``str``;
 2. **custom_op_libs**: ``config.aot_inductor.custom_op_libs`` appended to ``libraries``, as
    stock torch does;
-3. **rules** (``rules.value_problems``): what must hold whatever torch does, each value once;
+3. **rules** (``rules.rule_problems``): what must hold whatever torch does, each value once;
 4. **fresh** (``freshness.fresh_options``): real paths and the SDK identity; the rules then
    check only the values this step made new (a real path that differs, the identity);
 5. **rendering** (``rendering``): the arguments the running ``CppBuilder`` renders, split as
@@ -19,7 +19,7 @@ for a value the provider did not write as such, where it came from:
 :func:`finished` is the pipeline behind a lookup: it caches what it finished, keyed by the
 exact values, so that a provider returning the same lists is not checked again.
 :func:`final_problems` runs steps 3 and 5-7 on options already final (doctor's findings,
-and torch's doors when a device is guaranteed); :func:`final_value_problem` on one value.
+and torch's doors when a device is guaranteed); :func:`check_value` on one value.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ from .. import _state
 from .._errors import InvalidCppDeviceOptionsError
 from .._torch_names import CPP_BUILDER
 from .freshness import fresh_options
-from .model import FIELDS, CppDeviceOptions, ValueProblem
-from .rules import invalid_options_error, snapshot, value_problems
+from .model import FIELDS, CppDeviceOptions
+from .problems import Place, Problem
+from .rules import invalid_options_error, rule_problems, snapshot
 
 _CUSTOM_OP_LIBS = "config.aot_inductor.custom_op_libs"
 _SEQUENCE_TYPES = (list, tuple)
@@ -100,11 +101,9 @@ def finish(
     """
     provided = snapshot(raw, device_type=device_type, provider=provider)
     provided = _with_custom_op_libs(provided, custom_op_libs, device_type, provider)
-    _raise_first(
-        value_problems(provided), provided, provided, device_type, provider, custom_op_libs
-    )
+    _raise_first(rule_problems(provided), provided, provided, device_type, provider, custom_op_libs)
     final = fresh_options(provided, own_identity)
-    problems = value_problems(final, checked=provided) or delivery_problems(final)
+    problems = rule_problems(final, checked=provided) or delivery_problems(final)
     _raise_first(problems, provided, final, device_type, provider, custom_op_libs)
     return final
 
@@ -128,25 +127,44 @@ def _with_custom_op_libs(
     return provided._replace(libraries=libraries)
 
 
-def final_problems(options: CppDeviceOptions) -> list[ValueProblem]:
+def final_problems(options: CppDeviceOptions) -> list[Problem]:
     """Every value of the final ``options`` that breaks a rule, would not reach g++, or a
     tool behind it, as meant, or that the compiler rejects (steps 3, 5, 6 and 7)."""
-    return value_problems(options) or delivery_problems(options)
+    return rule_problems(options) or delivery_problems(options)
 
 
-def final_value_problem(field: str, value: str) -> str | None:
+def check_value(field: str, value: str) -> str | None:
     """Why ``value`` alone in ``field`` would not reach g++ (or a tool behind it) as meant,
-    or be rejected by the compiler. None when it would reach it and be taken."""
+    or would be rejected by the compiler; None when it would reach it and be taken.
+
+    The package's validation, on one value, for a provider that wants to say more than the
+    validation error would (the Ascend provider names the install a bad dir came from). It
+    loads the validation pipeline, which learns from the running torch.
+
+    Args:
+        field: one of the seven list names, ``"include_dirs"`` say.
+        value: one value of that list.
+
+    Returns:
+        The cause, worded to follow ``field[i] = 'value'``, or None.
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> ido.check_value("include_dirs", "/opt/acme/include") is None
+        True
+        >>> ido.check_value("include_dirs", "relative/include")
+        'is relative: ...'
+    """
     alone = CppDeviceOptions(*([value] if name == field else [] for name in FIELDS))
     problems = final_problems(alone)
-    return problems[0].problem if problems else None
+    return problems[0].cause if problems else None
 
 
-def delivery_problems(options: CppDeviceOptions) -> list[ValueProblem]:
+def delivery_problems(options: CppDeviceOptions) -> list[Problem]:
     """Steps 5-7 on options that meet the rules: this torch's rendering, then what ld and
     the other tools receive, then what the compiler takes."""
     # Learns from torch: imported only when there is something to check.
-    from .compiler import compiler_value_problems
+    from .compiler import compiler_problems
     from .rendering import final_arguments, rendering_problems
     from .tools import tool_problems
 
@@ -154,11 +172,11 @@ def delivery_problems(options: CppDeviceOptions) -> list[ValueProblem]:
     if problems:
         return problems
     arguments = final_arguments(options)
-    return tool_problems(arguments, options) or compiler_value_problems(arguments, options)
+    return tool_problems(arguments, options) or compiler_problems(arguments, options)
 
 
 def _raise_first(
-    problems: list[ValueProblem],
+    problems: list[Problem],
     provided: CppDeviceOptions,
     final: CppDeviceOptions,
     device_type: str,
@@ -168,26 +186,27 @@ def _raise_first(
     if not problems:
         return
     problem = problems[0]
-    shown, value = where_from(problem, provided, final, custom_op_libs)
+    assert problem.place is not None, "every step of the pipeline finds problems of values"
+    shown, value = where_from(problem.place, provided, final, custom_op_libs)
     raise invalid_options_error(
         problem, device_type=device_type, provider=provider, shown=shown, value=value
     )
 
 
 def where_from(
-    problem: ValueProblem,
+    place: Place,
     provided: CppDeviceOptions,
     final: CppDeviceOptions,
     custom_op_libs: Sequence[object] = (),
 ) -> tuple[str, str]:
     """How to show a final value in an error, and the value the provider wrote: a real
     path is shown with the dir it resolves, a custom op library says so."""
-    value = problem.value
-    if problem.field in ("include_dirs", "libraries_dirs"):
-        original = getattr(provided, problem.field)[problem.position]
-        if original != getattr(final, problem.field)[problem.position]:
+    field, position, value = place
+    if field in ("include_dirs", "libraries_dirs"):
+        original = getattr(provided, field)[position]
+        if original != getattr(final, field)[position]:
             return f"{original!r} (real path {value!r})", original
-    if problem.field == "libraries" and value in custom_op_libs:
+    if field == "libraries" and value in custom_op_libs:
         return f"{value!r} (from {_CUSTOM_OP_LIBS})", value
     return repr(value), value
 

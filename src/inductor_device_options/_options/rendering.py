@@ -29,13 +29,14 @@ from .learning import (
     running_rendering,
     split,
 )
-from .model import FIELDS, MULTI_WORD_FIELDS, CppDeviceOptions, ValueProblem
+from .model import FIELDS, MULTI_WORD_FIELDS, CppDeviceOptions
+from .problems import Problem
 from .tools import Argument
 
 _NOT_ONE_WORD = re.compile(r"""[\s'"\\]""")
 
 
-def rendering_problems(options: CppDeviceOptions) -> list[ValueProblem]:
+def rendering_problems(options: CppDeviceOptions) -> list[Problem]:
     """The values of ``options`` that would not reach g++ as the arguments meant.
 
     One rendering of the whole options, split as Inductor splits it; only when that is
@@ -52,10 +53,10 @@ def rendering_problems(options: CppDeviceOptions) -> list[ValueProblem]:
         except NotRecognised:
             pass
     problems = [
-        ValueProblem(field, index, value, problem)
+        Problem.of_value(field, index, value, cause)
         for field, values in zip(FIELDS, options, strict=True)
         for index, value in enumerate(values)
-        if (problem := _value_problem(learned, field, value)) is not None
+        if (cause := _rendering_cause(learned, field, value)) is not None
     ]
     return problems or [_whole_line_problem(options)]
 
@@ -91,7 +92,7 @@ _CONVENTIONAL: dict[str, tuple[str, ...]] = {
 }
 
 
-def _value_problem(learned: Rendering, field: str, value: str) -> str | None:
+def _rendering_cause(learned: Rendering, field: str, value: str) -> str | None:
     rendering = learned.fields[field]
     hint = ""
     if not rendering.quoted and field not in MULTI_WORD_FIELDS:
@@ -121,9 +122,9 @@ def _value_problem(learned: Rendering, field: str, value: str) -> str | None:
     return None
 
 
-def _whole_line_problem(options: CppDeviceOptions) -> ValueProblem:
+def _whole_line_problem(options: CppDeviceOptions) -> Problem:
     field = next(name for name, values in zip(FIELDS, options, strict=True) if values)
-    return ValueProblem(
+    return Problem.of_value(
         field,
         0,
         getattr(options, field)[0],
@@ -131,9 +132,9 @@ def _whole_line_problem(options: CppDeviceOptions) -> ValueProblem:
     )
 
 
-def _plain_word_problems(options: CppDeviceOptions) -> list[ValueProblem]:
+def _plain_word_problems(options: CppDeviceOptions) -> list[Problem]:
     return [
-        ValueProblem(
+        Problem.of_value(
             field,
             index,
             value,

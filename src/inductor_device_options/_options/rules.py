@@ -26,7 +26,8 @@ import shlex
 from collections.abc import Collection, Sequence
 
 from .._errors import InvalidCppDeviceOptionsError
-from .model import FIELDS, MULTI_WORD_FIELDS, CppDeviceOptions, ValueProblem
+from .model import FIELDS, MULTI_WORD_FIELDS, CppDeviceOptions
+from .problems import Problem
 
 # Characters that end a line or a C string: invalid in every field.
 _LINE_BREAKING = re.compile(r"[\n\r\x00]")
@@ -79,51 +80,52 @@ def snapshot(result: object, *, device_type: str, provider: str) -> CppDeviceOpt
 
 
 def invalid_options_error(
-    problem: ValueProblem,
+    problem: Problem,
     *,
     device_type: str,
     provider: str,
-    shown: str | None = None,
-    value: object = None,
+    shown: str,
+    value: str,
 ) -> InvalidCppDeviceOptionsError:
-    """The error for ``problem``; ``shown`` replaces ``repr(value)`` in the message (to say
-    where a value came from) and ``value`` the value the error carries."""
+    """The error for ``problem``, a problem of one value: ``shown`` replaces the value's
+    ``repr`` in the message (to say where it came from), and ``value`` is the value the
+    error carries (the one the provider wrote)."""
     return InvalidCppDeviceOptionsError(
-        f"C++ options for device {device_type!r} from {provider}: "
-        f"{problem.field}[{problem.position}] = {shown or repr(problem.value)} {problem.problem}",
+        f"C++ options for device {device_type!r} from {provider}: {problem.stated(shown)}",
         device_type=device_type,
         provider=provider,
-        field=problem.field,
-        value=problem.value if value is None else value,
+        field=None if problem.place is None else problem.place.field,
+        value=value,
     )
 
 
-def value_problems(
+def rule_problems(
     options: CppDeviceOptions, *, checked: CppDeviceOptions | None = None
-) -> list[ValueProblem]:
+) -> list[Problem]:
     """Every value of ``options`` that breaks a rule of this module.
 
     ``checked``: options whose values were checked already; a value of ``options`` that
     stands in the same field of ``checked`` is not checked again (each value is checked
     once in a pass of the pipeline: only what a later step made new is)."""
-    problems: list[ValueProblem] = []
+    problems: list[Problem] = []
     for index, (field, values) in enumerate(zip(FIELDS, options, strict=True)):
         seen: Collection[str] = frozenset(checked[index]) if checked is not None else ()
         for position, value in enumerate(values):
             if value in seen:
                 continue
-            problem = value_problem(field, value)
-            if problem is not None:
-                problems.append(ValueProblem(field, position, value, problem))
+            cause = rule_cause(field, value)
+            if cause is not None:
+                problems.append(Problem.of_value(field, position, value, cause))
     return problems
 
 
-def value_problem(field: str, value: str) -> str | None:
-    """Why ``value`` cannot stand in ``field`` whatever torch's rendering, or None."""
+def rule_cause(field: str, value: str) -> str | None:
+    """Why ``value`` cannot stand in ``field`` whatever torch's rendering (the cause of its
+    problem), or None."""
     if _LINE_BREAKING.search(value):
         return "contains a newline or NUL character, which would cut the compiler command line"
     if field in MULTI_WORD_FIELDS:
-        return _passthrough_problem(value)
+        return _passthrough_cause(value)
     if value.strip() == "":
         return "is empty"
     if field in _DIRECTORY_FIELDS and not value.startswith("/"):
@@ -146,7 +148,7 @@ def value_problem(field: str, value: str) -> str | None:
     return None
 
 
-def _passthrough_problem(value: str) -> str | None:
+def _passthrough_cause(value: str) -> str | None:
     try:
         words = shlex.split(value)
     except ValueError as error:
@@ -162,7 +164,7 @@ def _passthrough_problem(value: str) -> str | None:
 
 __all__ = [
     "invalid_options_error",
+    "rule_cause",
+    "rule_problems",
     "snapshot",
-    "value_problem",
-    "value_problems",
 ]

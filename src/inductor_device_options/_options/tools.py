@@ -26,7 +26,8 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from .model import CppDeviceOptions, ValueProblem
+from .model import CppDeviceOptions
+from .problems import Problem
 
 #: Words whose comma-separated pieces g++ hands to another tool.
 SPLIT_PREFIXES: Mapping[str, str] = {"-Wl,": "ld", "-Wa,": "as", "-Wp,": "the preprocessor"}
@@ -50,24 +51,24 @@ def tool_problems(
     arguments: Sequence[Argument],
     options: CppDeviceOptions,
     environ: Mapping[str, str] | None = None,
-) -> list[ValueProblem]:
+) -> list[Problem]:
     """Each argument of ``arguments`` (what g++ receives, in order) that would give ld, as
     or the preprocessor an argument the provider did not write, as a problem of the value of
     ``options`` it comes from (step 6 of the validation pipeline)."""
     environ = os.environ if environ is None else environ
-    problems: list[ValueProblem] = []
+    problems: list[Problem] = []
 
-    def found(argument: Argument, problem: str) -> None:
+    def found(argument: Argument, what_it_does: str) -> None:
         value = getattr(options, argument.field)[argument.position]
-        text = f"reaches g++ as {argument.text!r}, which {problem}"
-        problems.append(ValueProblem(argument.field, argument.position, value, text))
+        cause = f"reaches g++ as {argument.text!r}, which {what_it_does}"
+        problems.append(Problem.of_value(argument.field, argument.position, value, cause))
 
     for index, argument in enumerate(arguments):
         previous = arguments[index - 1].text if index else ""
         if previous in WHOLE_NEXT:
-            problem = _response_file(argument.text, WHOLE_NEXT[previous], previous)
-            if problem is not None:
-                found(argument, problem)
+            cause = _response_file(argument.text, WHOLE_NEXT[previous], previous)
+            if cause is not None:
+                found(argument, cause)
             continue
         if argument.field == "definitions" and previous == "-D":
             continue  # a macro, whatever it looks like: the compiler judges it
@@ -76,9 +77,9 @@ def tool_problems(
             found(argument, _takes_an_argument_not_given(argument))
         for prefix, tool in SPLIT_PREFIXES.items():
             if argument.text.startswith(prefix):
-                problem = split_word_problem(argument.text, prefix, tool, environ)
-                if problem is not None:
-                    found(argument, problem)
+                cause = split_word_cause(argument.text, prefix, tool, environ)
+                if cause is not None:
+                    found(argument, cause)
     return problems
 
 
@@ -99,16 +100,16 @@ def _response_file(piece: str, tool: str, how: str) -> str | None:
     )
 
 
-def split_word_problem(word: str, prefix: str, tool: str, environ: Mapping[str, str]) -> str | None:
+def split_word_cause(word: str, prefix: str, tool: str, environ: Mapping[str, str]) -> str | None:
     """Why ``word`` (``prefix`` then comma-separated pieces) gives ``tool`` other
     arguments than meant, or None."""
     payload = word[len(prefix) :]
     pieces = payload.split(",")
     received = f"g++ splits {prefix} at every comma, so {tool} receives {pieces!r}"
     for piece in pieces:
-        problem = _response_file(piece, tool, f"{prefix}")
-        if problem is not None:
-            return f"{problem}: {received}"
+        cause = _response_file(piece, tool, f"{prefix}")
+        if cause is not None:
+            return f"{cause}: {received}"
     path = _path_across_comma(payload)
     if path is not None:
         return (

@@ -15,4 +15,3 @@ MAX_ENTRIES = 16
 
 #: The decorator of every Ascend cache.
 cached = functools.lru_cache(maxsize=MAX_ENTRIES)
-

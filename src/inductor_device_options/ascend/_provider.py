@@ -124,11 +124,11 @@ def _check_paths(options: CppDeviceOptions, cann: CannInstall, torch_npu: TorchN
     """Raise ``CannPathError`` for a CANN or torch_npu dir that would not reach g++ as one
     argument (a space where Inductor does not quote, a quote, a newline): the generic
     validation error would not say that CANN's location is the cause."""
-    from .. import value_problem  # the validation pipeline: loaded only here
+    from .. import check_value  # the validation pipeline: loaded only here
 
     for field in ("include_dirs", "libraries_dirs"):
         for value in getattr(options, field):
-            problem = value_problem(field, value)
+            problem = check_value(field, value)
             if problem is None:
                 continue
             if value == cann.home or value.startswith(cann.home + os.sep):
