@@ -152,8 +152,8 @@ def check_value(field: str, value: str) -> str | None:
         >>> import inductor_device_options as ido
         >>> ido.check_value("include_dirs", "/opt/acme/include") is None
         True
-        >>> ido.check_value("include_dirs", "relative/include")
-        'is relative: ...'
+        >>> ido.check_value("include_dirs", "relative/include").split(":")[0]
+        'is relative'
     """
     alone = CppDeviceOptions(*([value] if name == field else [] for name in FIELDS))
     problems = final_problems(alone)
