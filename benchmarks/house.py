@@ -45,9 +45,8 @@ LAYERS = (
 #: Each room's layer, numbered from 1 at the top.
 LAYER_NUMBERS = {name: number for number, names in enumerate(LAYERS, 1) for name in names}
 #: Arrows that go up a layer today, each to be taken out of the code and then out of here;
-#: no other may come. ``_demo/`` reads ``SAMPLE_DIR_ENV`` from ``_autoload``, which imports
-#: ``_demo/``'s recorder of compiler commands.
-KNOWN_UPWARD_ARROWS = (("_demo/", "_autoload"),)
+#: no other may come.
+KNOWN_UPWARD_ARROWS: tuple[tuple[str, str], ...] = ()
 
 #: What a process that imports torch runs for a lookup: torch's own device (what every
 #: process that compiles pays), and a device a backend registered (the package's door: the

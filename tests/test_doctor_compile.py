@@ -22,13 +22,12 @@ import pytest
 from support import AOT_CHECKS, DOCTOR_CHECKS, assert_quoted, shared_test_dir, torch_writes_cmake
 
 import inductor_device_options as ido
-from inductor_device_options._autoload import SAMPLE_DIR_ENV
 from inductor_device_options._diagnose import real_compile as _doctor_compile
 from inductor_device_options._diagnose.aoti_weights import refusing_runtime_header
 from inductor_device_options._diagnose.checks import Check
 from inductor_device_options._diagnose.raised_in import raised_in
 from inductor_device_options.introspection import DeviceOptionsSource
-from inductor_device_options.sample import RUNTIME_LIBRARY, SDK_INCLUDE_DIR
+from inductor_device_options.sample import RUNTIME_LIBRARY, SAMPLE_DIR_ENV, SDK_INCLUDE_DIR
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 

@@ -120,6 +120,12 @@ def test_the_sample_device_needs_no_demo() -> None:
     assert "_demo/" not in house.reachable(house.room_arrows(), "sample/")
 
 
+def test_the_autoload_entry_names_the_sample_s_variable_as_the_sample_does() -> None:
+    from inductor_device_options import _autoload, sample
+
+    assert _autoload.SAMPLE_DIR_ENV == sample.SAMPLE_DIR_ENV
+
+
 def test_every_room_stands_in_one_layer() -> None:
     layered = [name for names in house.LAYERS for name in names]
     assert sorted(layered) == sorted(house.rooms()), "benchmarks/house.py: LAYERS, each room once"

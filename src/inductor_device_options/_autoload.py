@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 
-#: Names the sample device's cache dir; where it is set, ``import torch`` sets up the sample.
+#: ``sample.SAMPLE_DIR_ENV``, written out: importing the sample here would load it in every
+#: process (tests/test_house.py holds the two equal).
 SAMPLE_DIR_ENV = "INDUCTOR_DEVICE_OPTIONS_SAMPLE_DIR"
 
 

@@ -28,8 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import CppDeviceOptions
-from .._autoload import SAMPLE_DIR_ENV
-from ..sample import SampleDevice
+from ..sample import SAMPLE_DIR_ENV, SampleDevice
 from .compiler_commands import CompilerCommand, record_compiler_commands
 
 JOB_SCRIPT = Path(__file__).resolve().with_name("distributed_job.py")

@@ -12,8 +12,7 @@ import traceback
 from pathlib import Path
 from typing import TextIO
 
-from .._autoload import SAMPLE_DIR_ENV
-from ..sample import DEVICE_NAME, SampleDevice, runtime_registered_modules, setup
+from ..sample import DEVICE_NAME, SAMPLE_DIR_ENV, SampleDevice, runtime_registered_modules, setup
 from .build_checks import check_build, check_result, check_shim_call, show_options
 from .cache_dir import buildable_cache_dir
 from .compiler_commands import Flags, record_compiler_commands, rendered_flags

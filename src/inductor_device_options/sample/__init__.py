@@ -44,6 +44,7 @@ __all__ = [
     "DEVICE_NAME",
     "RUNTIME_LIBRARY",
     "RUNTIME_LIBRARY_FILE",
+    "SAMPLE_DIR_ENV",
     "SDK_INCLUDE_DIR",
     "SampleDevice",
     "SdkBuildError",
@@ -53,6 +54,11 @@ __all__ = [
     "sdk_cpp_device_options",
     "setup",
 ]
+
+
+#: Names the sample device's cache dir; where it is set, ``import torch`` sets the sample up
+#: (torch's backend autoload, through ``inductor_device_options._autoload.sample``).
+SAMPLE_DIR_ENV = "INDUCTOR_DEVICE_OPTIONS_SAMPLE_DIR"
 
 
 @dataclass(frozen=True)
