@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -23,7 +24,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 VENDORED_MERMAID = DOCS / "_static" / "mermaid" / "mermaid.min.js"
-MERMAID_FENCE = re.compile(r"^```\{mermaid\}", re.MULTILINE)
+#: A diagram in a page's source: a mermaid block, or the rooms of the layout page, which the
+#: docs extension draws as one mermaid diagram.
+MERMAID_FENCE = re.compile(r"^```\{(?:mermaid|rooms)\}", re.MULTILINE)
 #: Generous: a page is drawn in about one second.
 CHROMIUM_TIMEOUT_SECONDS = 60
 BUILD_TIMEOUT_SECONDS = 300
@@ -130,6 +133,9 @@ def _rendered_dom(page: Path, scratch: Path) -> str:
         "--dump-dom",
         page.as_uri(),
     ]
+    # Chromium's socket lives in $TMPDIR, whose path a Unix socket's 108 bytes must hold: the
+    # suite's nested temp dirs do not fit.
+    socket_dir = tempfile.mkdtemp(prefix="ido-chromium-", dir="/tmp")
     # A session of its own: Chromium's helper processes join its group, and all go together.
     process = subprocess.Popen(
         command,
@@ -141,6 +147,7 @@ def _rendered_dom(page: Path, scratch: Path) -> str:
             "HOME": str(scratch),
             "XDG_CONFIG_HOME": str(scratch / "config"),
             "XDG_CACHE_HOME": str(scratch / "cache"),
+            "TMPDIR": socket_dir,
         },
         start_new_session=True,
     )
@@ -150,6 +157,8 @@ def _rendered_dom(page: Path, scratch: Path) -> str:
         os.killpg(process.pid, signal.SIGKILL)
         process.communicate()
         raise
+    finally:
+        shutil.rmtree(socket_dir, ignore_errors=True)
     assert process.returncode == 0, f"chromium exited with {process.returncode}:\n{errors}"
     return dom
 
