@@ -6,13 +6,13 @@ from __future__ import annotations
 from .._lookup.device_types import RESERVED_DEVICE_TYPES, normalize_device_type
 from .._options.model import CppDeviceOptions
 from .._torch_names import FUNCTION
-from .in_progress import bypassing, pending_default_for
+from .in_progress import bypassing, offered_answer_below
 from .serve import (
+    answer_below_for_device,
     in_torch_registry,
     installed,
     native_dispatcher,
     torch_registry,
-    without_package,
 )
 
 
@@ -53,8 +53,8 @@ def default_cpp_device_options(
     """
     name = normalize_device_type(device_type)
     installed()
-    pending = pending_default_for(name, bool(aot_mode), bool(compile_only))
-    result = without_package(name, aot_mode, compile_only) if pending is None else pending()
+    offered = offered_answer_below(name, bool(aot_mode), bool(compile_only))
+    result = answer_below_for_device(name, aot_mode, compile_only) if offered is None else offered()
     return CppDeviceOptions.of(result)
 
 
@@ -106,15 +106,15 @@ def package_cpp_device_options(
     name = normalize_device_type(device_type)
     if name in RESERVED_DEVICE_TYPES and not in_torch_registry(name):
         return None
-    installation = installed()
+    module = installed().module
     with bypassing(name):
         served = serve(
             name,
             aot_mode,
             compile_only,
-            torch_registry=torch_registry(installation.module),
+            torch_registry=torch_registry(module),
             serve_interfaces=True,
-            default=lambda: installation.module.__dict__[FUNCTION](name, aot_mode, compile_only),
+            answer_below=lambda: module.__dict__[FUNCTION](name, aot_mode, compile_only),
             own_dispatcher=native_dispatcher,
         )
     if served is None:
