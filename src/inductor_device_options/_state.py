@@ -96,9 +96,9 @@ class _ThisThread(threading.local):
     ``_lookup/resolve``)."""
 
     def __init__(self) -> None:
-        self.frames: list[list[Any]] = []  # per adopted function running: [device, chained]
-        self.defaults: list[tuple[str, bool, bool, Callable[[], Any]]] = []  # per lookup
-        self.bypassed: set[str] = set()  # devices whose default is being computed
+        self.frames: list[Any] = []  # per adopted function running: an _hook.in_progress.Frame
+        self.answers_below: list[tuple[str, bool, bool, Callable[[], Any]]] = []  # per lookup
+        self.bypassed: set[str] = set()  # devices whose answer below is being computed
         self.serving: set[str] = set()  # devices whose provider runs (no recursion)
 
 

@@ -68,10 +68,10 @@ def is_torch_function(function: object) -> bool:
     )
 
 
-def with_interface_lookup(base: DeviceOptionsFunction) -> DeviceOptionsFunction:
-    """``base`` (stock torch before 2.15) asking DeviceInterface first, as torch 2.15 does:
-    the interface's own lists as it returns them; ``None`` or ``NotImplementedError``: the
-    defaults."""
+def with_interface_lookup(function_below: DeviceOptionsFunction) -> DeviceOptionsFunction:
+    """``function_below`` (stock torch before 2.15) asking DeviceInterface first, as torch
+    2.15 does: the interface's own lists as it returns them; ``None`` or
+    ``NotImplementedError``: the defaults."""
 
     def get_cpp_torch_device_options(*args: Any, **kwargs: Any) -> Any:
         device_type = device_type_of(args, kwargs)
@@ -87,9 +87,9 @@ def with_interface_lookup(base: DeviceOptionsFunction) -> DeviceOptionsFunction:
                     options = None
                 if options is not None:
                     return options
-        return base(*args, **kwargs)
+        return function_below(*args, **kwargs)
 
-    get_cpp_torch_device_options.__wrapped__ = base  # type: ignore[attr-defined]
+    get_cpp_torch_device_options.__wrapped__ = function_below  # type: ignore[attr-defined]
     return get_cpp_torch_device_options
 
 

@@ -6,48 +6,51 @@ never calls the function it found (torch_npu 2.14), a *wrapper* captures it, cal
 adds flags (openreg-style backends, build scripts). Assigned over the hook, either would cut
 this package's sources out. So the hook makes the ``cpp_builder`` module an
 :class:`AdoptingModule`: its ``__setattr__`` *adopts* each function assigned to the attribute
-into a chain, and the attribute stays an entry of that chain.
+into a chain, and the attribute stays an entry of the chain.
 
-Each state of the chain has its own entry function. It is what the module holds in that
-state, and what a wrapper captured when it read the attribute; assigning a saved entry back
-(what ``unittest.mock`` does on exit) restores its state.
+Each state of the chain is a :class:`Link` with its own entry function: what the module
+holds in that state, and what a wrapper captured when it read the attribute; assigning a
+saved entry back (what ``unittest.mock`` does on exit) restores its state.
 
 A lookup runs the adopted functions top-down, as the same stack would without the package:
-a wrapper calls the entry it captured, which runs the state below. Whether a function
+a wrapper calls the entry it captured, which runs the link below. Whether a function
 chained is seen by whether it called back into an entry for the same device during the call.
 The package's sources come in right above the topmost function that did not chain (a
-replacement), or above the function that was there when the hook was installed: registrations
-win over replacements, and wrappers above wrap registrations too. For the device served, what
-the replacement gave (or the function below, where it raised) is the device's default.
+replacement), or above the function below: registrations win over replacements, wrappers
+above wrap registrations too, and what the replacement gave is the *answer below*.
 
 The one way past this is writing the module's ``__dict__`` directly; ``hook_state`` reports it.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import threading
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .. import _state
 from .._lookup.device_types import RESERVED_DEVICE_TYPES, normalize_device_type
 from .._lookup.registry import describe_callable
 from .._state import this_thread
 from .._torch_names import FUNCTION
-from .in_progress import Thunk
+from .in_progress import Frame
 
 _CHAIN_ATTRIBUTE = "_inductor_device_options_chain"
 # A dunder name: unittest.mock objects raise AttributeError for those instead of inventing one.
-_STATE_MARK = "__inductor_device_options_state__"
+_LINK_MARK = "__inductor_device_options_link__"
 
 Args = tuple[Any, ...]
 Kwargs = dict[str, Any]
 DeviceOptionsFunction = Callable[..., Any]
-#: serve(device_type, args, kwargs, default) -> the options tuple, or None when the package
-#: has no source for the device; ``default()`` is what the device gets without the package.
-Serve = Callable[[str, Args, Kwargs, Thunk], Any]
+
+if TYPE_CHECKING:
+    from .._lookup.resolve import Thunk
+
+    #: serve(device_type, args, kwargs, answer_below) -> the options, or None: no source.
+    Serve = Callable[[str, Args, Kwargs, Thunk], Any]
 
 Behaviour = Literal["not called yet", "replacement", "wraps the hook", "wraps for some devices"]
 
@@ -61,14 +64,22 @@ class Adopted:
         self.keywords = _accepted_keywords(function)
         self.seen: set[bool] = set()  # True: chained; False: did not
 
-    def __call__(self, args: Args, kwargs: Kwargs) -> Any:
+    def call(self, args: Args, kwargs: Kwargs) -> Any:
         if kwargs and self.keywords is not None and not self.keywords.issuperset(kwargs):
             # torch 2.15 passes cpp_stdlib=, which a function written for 2.13 rejects.
             kwargs = {key: value for key, value in kwargs.items() if key in self.keywords}
         return self.function(*args, **kwargs)
 
-    def observe(self, chained: bool) -> None:
-        self.seen.add(chained)
+    def call_in(self, frame: Frame, args: Args, kwargs: Kwargs) -> Any:
+        """Call the function with ``frame`` on this thread's frames, where a call back into
+        the chain for the same device marks it chained, and record what it was seen to do."""
+        frames = this_thread.frames
+        frames.append(frame)
+        try:
+            return self.call(args, kwargs)
+        finally:
+            frames.pop()
+            self.seen.add(frame.chained)
 
     @property
     def behaviour(self) -> Behaviour:
@@ -95,13 +106,6 @@ def _accepted_keywords(function: DeviceOptionsFunction) -> frozenset[str] | None
     )
 
 
-class _State(NamedTuple):
-    adopted: Adopted | None  # None: the bottom, the function there when the hook was installed
-    below: _State | None
-    entry: DeviceOptionsFunction
-    chain: Chain
-
-
 class AdoptedFunction(NamedTuple):
     """One function adopted into the chain, for reports."""
 
@@ -114,18 +118,7 @@ def device_type_of(args: Args, kwargs: Kwargs) -> Any:
     return args[0] if args else kwargs.get("device_type")
 
 
-def _device_name(args: Args, kwargs: Kwargs) -> str | None:
-    """The normalized device a call is for, or None for torch's devices and non-names."""
-    device_type = device_type_of(args, kwargs)
-    if type(device_type) is not str or device_type in RESERVED_DEVICE_TYPES:
-        return None
-    name = _normalized_or_none(device_type)
-    if name is None or name in RESERVED_DEVICE_TYPES:
-        return None
-    return name
-
-
-_normalized_names = _state.cache(1024)
+_normalized_names: _state.BoundedCache[str, str | None] = _state.cache(1024)
 
 
 def _normalized_or_none(device_type: str) -> str | None:
@@ -134,8 +127,8 @@ def _normalized_or_none(device_type: str) -> str | None:
             name: str | None = normalize_device_type(device_type)
         except ValueError:
             name = None
-        return _normalized_names.put(device_type, name)  # type: ignore[no-any-return]
-    return _normalized_names[device_type]  # type: ignore[no-any-return]
+        return _normalized_names.put(device_type, name)
+    return _normalized_names[device_type]
 
 
 def flags(args: Args, kwargs: Kwargs) -> tuple[bool, bool]:
@@ -145,36 +138,111 @@ def flags(args: Args, kwargs: Kwargs) -> tuple[bool, bool]:
     return bool(aot_mode), bool(compile_only)
 
 
+class Link:
+    """A state of the chain: the function adopted last (None at the lowest link, where the
+    function below answers), the link below, and ``entry``: what the module holds then."""
+
+    def __init__(self, chain: Chain, adopted: Adopted | None, below: Link | None):
+        self.chain = chain
+        self.adopted = adopted
+        self.below = below
+        self.entry = _entry_of(self)
+
+    def answer(self, args: Args, kwargs: Kwargs) -> Any:
+        """What a call of the entry gives."""
+        chain = self.chain
+        device_type = device_type_of(args, kwargs)
+        if chain.observe is not None:
+            chain.observe(device_type)
+        if _state.adopted_once:
+            frames = this_thread.frames
+            if frames and _same_device(frames[-1].device_type, device_type):
+                frames[-1].chained = True  # an adopted function above called back: it chains
+        adopted = self.adopted
+        if (
+            type(device_type) is str
+            and device_type in RESERVED_DEVICE_TYPES
+            and (chain.serves_reserved is None or not chain.serves_reserved(device_type))
+        ):  # torch's own devices, which the package never serves: the fast path
+            if adopted is None:
+                return chain.function_below(*args, **kwargs)
+            if adopted.seen:
+                return adopted.call(args, kwargs)
+            # Only its first call pushes a frame, to see whether it chains: a call-back it
+            # makes later could only mark the frame of a function that called back already.
+            return adopted.call_in(Frame(device_type), args, kwargs)
+        if adopted is None:
+            return chain.answer_lowest(device_type, args, kwargs)
+        return self._answer_through(adopted, device_type, args, kwargs)
+
+    def _answer_through(
+        self, adopted: Adopted, device_type: object, args: Args, kwargs: Kwargs
+    ) -> Any:
+        frame = Frame(device_type)
+        error: Exception | None = None
+        try:
+            result = adopted.call_in(frame, args, kwargs)
+        except Exception as caught:
+            result, error = None, caught
+        chain = self.chain
+        device = None if frame.chained else chain.served_device(device_type)
+        if device is not None:
+            # A replacement for this device: the package's sources come first, and what the
+            # replacement gave (or the function below, where it raised) is its answer below.
+            answer_below: Thunk = functools.partial(chain.answer_below_for, *args, **kwargs)
+            served = chain.serve(
+                device, args, kwargs, (lambda: result) if error is None else answer_below
+            )
+            if served is not None:
+                return served
+        if error is not None:
+            raise error
+        return result
+
+
+def _entry_of(link: Link) -> DeviceOptionsFunction:
+    """The entry of ``link``: a plain function, as torch's is, for wrappers to capture,
+    inspect and assign back (an object with ``__call__`` would make each lookup's call
+    slower)."""
+    answer = link.answer
+
+    def get_cpp_torch_device_options(*args: Any, **kwargs: Any) -> Any:
+        return answer(args, kwargs)
+
+    below = link.chain.function_below
+    # Its signature and docstring are the function below's: wrappers read them.
+    functools.update_wrapper(get_cpp_torch_device_options, below, ["__doc__"], [])
+    setattr(get_cpp_torch_device_options, _LINK_MARK, link)
+    return get_cpp_torch_device_options
+
+
 class Chain:
-    """The functions adopted over one installed hook, and the state the module is in."""
+    """The functions adopted over one installed hook, and the link the module holds."""
 
     def __init__(
         self,
         module: ModuleType,
         function_below: DeviceOptionsFunction,
         serve: Serve,
-        below_default: Callable[[Args, Kwargs], Any],
+        answer_below_for: DeviceOptionsFunction,
         *,
-        call_below: DeviceOptionsFunction | None = None,
         serves_reserved: Callable[[str], bool] | None = None,
         observe: Callable[[object], None] | None = None,
     ):
-        """``function_below``: the function there when the hook was installed;
-        ``call_below``: what the bottom of the chain calls for it (default
-        ``function_below``). ``serves_reserved(d)``:
-        whether ``serve`` has a source for torch's own device ``d`` after all.
-        ``observe(device_type)``: told of each call of an entry (every question Inductor
-        asks, and again for each wrapper that calls through)."""
+        """``function_below``: the function there when the hook was installed.
+        ``answer_below_for(*args, **kwargs)``: a call's answer below, where no adopted
+        function gives it. ``serves_reserved(d)``: whether ``serve`` has a source for torch's
+        own device ``d`` after all. ``observe(device_type)``: told of each call of an entry
+        (every question Inductor asks, and again for each wrapper that calls through)."""
         self.module = module
         self.function_below = function_below
-        self.call_below = function_below if call_below is None else call_below
-        self._serve = serve
-        self._below_default = below_default
-        self._serves_reserved = serves_reserved
-        self._observe = observe
+        self.serve = serve
+        self.answer_below_for = answer_below_for
+        self.serves_reserved = serves_reserved
+        self.observe = observe
         self._lock = threading.Lock()
-        self.bottom = self._state(None, None)
-        self.current = self.bottom
+        self.lowest = Link(self, None, None)
+        self.current = self.lowest
 
     # --- assignments ---------------------------------------------------------------------
 
@@ -183,141 +251,61 @@ class Chain:
         if not callable(value):
             return False
         with self._lock:
-            state = self._state_of(value)
-            if state is None:
-                state = self._state(Adopted(value), self.current)
+            link = self._link_of(value)
+            if link is None:
+                link = Link(self, Adopted(value), self.current)
                 _state.adopted_once = True
-            self.current = state
-            self.module.__dict__[FUNCTION] = state.entry
+            self.current = link
+            self.module.__dict__[FUNCTION] = link.entry
         return True
 
-    def _state_of(self, value: object) -> _State | None:
+    def _link_of(self, value: object) -> Link | None:
         if value is self.function_below:
-            return self.bottom
+            return self.lowest
         if self.current.adopted is not None and value is self.current.adopted.function:
             return self.current  # the same function assigned again
-        return self.state_of_entry(value)
+        return self.link_of_entry(value)
 
-    def state_of_entry(self, value: object) -> _State | None:
-        """The state whose entry ``value`` is, if it is one of this chain's."""
+    def link_of_entry(self, value: object) -> Link | None:
+        """The link whose entry ``value`` is, if it is one of this chain's."""
         try:
-            state = getattr(value, _STATE_MARK, None)
+            link = getattr(value, _LINK_MARK, None)
         except Exception:  # an object with an unusual __getattr__: not ours
             return None
-        if isinstance(state, _State) and state.entry is value and state.chain is self:
-            return state
+        if isinstance(link, Link) and link.entry is value and link.chain is self:
+            return link
         return None
-
-    def _state(self, adopted: Adopted | None, below: _State | None) -> _State:
-        reserved = RESERVED_DEVICE_TYPES
-        function_below = self.function_below
-        serves_reserved = self._serves_reserved
-        observe = self._observe
-        # Bound once: torch's own devices through an adopted function are the hot path.
-        run = adopted.function if adopted is not None else function_below
-        keywords = adopted.keywords if adopted is not None else None
-        seen = adopted.seen if adopted is not None else None
-
-        def get_cpp_torch_device_options(*args: Any, **kwargs: Any) -> Any:
-            device_type = args[0] if args else kwargs.get("device_type")
-            if observe is not None:
-                observe(device_type)
-            frames = this_thread.frames if _state.adopted_once else None
-            if frames and _same_device(frames[-1][0], device_type):
-                frames[-1][1] = True  # an adopted function above called back: it chains
-            if (
-                type(device_type) is str
-                and device_type in reserved
-                and (serves_reserved is None or not serves_reserved(device_type))
-            ):  # torch's own devices, which the package never serves: the fast path
-                if seen is None or frames is None:
-                    return function_below(*args, **kwargs)
-                # What the adopted function gives is the answer; whether it chained is
-                # only recorded (``_evaluate`` minus the sources, which never serve these),
-                # once: a call-back it makes can only mark the frame of a function that
-                # called back already, so skipping its own frame changes no report.
-                if kwargs and keywords is not None and not keywords.issuperset(kwargs):
-                    kwargs = {key: value for key, value in kwargs.items() if key in keywords}
-                if seen:
-                    return run(*args, **kwargs)
-                frame = [device_type, False]
-                frames.append(frame)
-                try:
-                    return run(*args, **kwargs)
-                finally:
-                    frames.pop()
-                    seen.add(frame[1] is True)
-            return self._evaluate(state, device_type, args, kwargs)
-
-        get_cpp_torch_device_options.__doc__ = self.function_below.__doc__
-        get_cpp_torch_device_options.__wrapped__ = self.function_below  # type: ignore[attr-defined]
-        state = _State(adopted, below, get_cpp_torch_device_options, self)
-        setattr(get_cpp_torch_device_options, _STATE_MARK, state)
-        return state
 
     def owns(self, value: object) -> bool:
         """Whether ``value`` is an entry of this chain."""
-        return self.state_of_entry(value) is not None
+        return self.link_of_entry(value) is not None
 
     def adopted(self) -> tuple[AdoptedFunction, ...]:
-        """The current state's adopted functions, in the order they were assigned."""
+        """The current link's adopted functions, in the order they were assigned."""
         found = []
-        state: _State | None = self.current
-        while state is not None and state.adopted is not None:
-            found.append(AdoptedFunction(state.adopted.description, state.adopted.behaviour))
-            state = state.below
+        link: Link | None = self.current
+        while link is not None and link.adopted is not None:
+            found.append(AdoptedFunction(link.adopted.description, link.adopted.behaviour))
+            link = link.below
         return tuple(reversed(found))
 
     # --- lookups -------------------------------------------------------------------------
 
-    def _evaluate(self, state: _State, device_type: object, args: Args, kwargs: Kwargs) -> Any:
-        adopted = state.adopted
-        if adopted is None:
-            return self._evaluate_bottom(self._served_device(args, kwargs), args, kwargs)
-        frames = this_thread.frames
-        frame = [device_type, False]
-        frames.append(frame)
-        error: Exception | None = None
-        try:
-            result = adopted(args, kwargs)
-        except Exception as caught:
-            result, error = None, caught
-        finally:
-            frames.pop()
-        chained = frame[1] is True
-        adopted.observe(chained)
-        device = None if chained else self._served_device(args, kwargs)
-        if device is not None:
-            # A replacement for this device: the package's sources come first, and what the
-            # replacement gave is the device's default.
-            default: Thunk = (
-                (lambda: result) if error is None else (lambda: self._below_default(args, kwargs))
-            )
-            served = self._serve(device, args, kwargs, default)
-            if served is not None:
-                return served
-        if error is not None:
-            raise error
-        return result
-
-    def _served_device(self, args: Args, kwargs: Kwargs) -> str | None:
-        device_type = device_type_of(args, kwargs)
-        if type(device_type) is str and device_type in RESERVED_DEVICE_TYPES:
-            if self._serves_reserved is None or not self._serves_reserved(device_type):
-                return None  # torch's own device, registered nowhere: the common case
-            device: str | None = device_type
-        else:
-            device = _device_name(args, kwargs)
+    def served_device(self, device_type: object) -> str | None:
+        """The device the package may serve, past the fast path; None: no name, or bypassed."""
+        if type(device_type) is not str:
+            return None
+        device = _normalized_or_none(device_type)
+        if device in RESERVED_DEVICE_TYPES and device != device_type:  # "cpu:0"
+            return None
         return None if device is None or device in this_thread.bypassed else device
 
-    def _evaluate_bottom(self, device: str | None, args: Args, kwargs: Kwargs) -> Any:
-        if device is not None:
-            served = self._serve(device, args, kwargs, lambda: self._below_default(args, kwargs))
-            if served is not None:
-                return served
-        elif this_thread.bypassed:
-            return self._below_default(args, kwargs)
-        return self.call_below(*args, **kwargs)
+    def answer_lowest(self, device_type: object, args: Args, kwargs: Kwargs) -> Any:
+        """What the lowest link gives: the package's sources, then what is below them."""
+        device = self.served_device(device_type)
+        answer_below = functools.partial(self.answer_below_for, *args, **kwargs)
+        served = None if device is None else self.serve(device, args, kwargs, answer_below)
+        return answer_below() if served is None else served
 
 
 def _same_device(running: object, called: object) -> bool:
@@ -339,24 +327,24 @@ def chain_of(module: ModuleType) -> Chain | None:
 def make_adopting(module: ModuleType, chain: Chain) -> None:
     """Give ``module`` a class that adopts assignments to the attribute into ``chain``,
     and put the chain's current entry in place."""
-    original = getattr(type(module), "_inductor_device_options_original_class", type(module))
+    plain_class = getattr(type(module), "_inductor_device_options_plain_class", type(module))
 
     def __setattr__(self: ModuleType, name: str, value: object) -> None:
         if name == FUNCTION:
             own = chain_of(self)
             if own is not None and own.adopt(value):
                 return
-        original.__setattr__(self, name, value)
+        plain_class.__setattr__(self, name, value)
 
     adopting = type(
         "AdoptingModule",
-        (original,),
+        (plain_class,),
         {
             "__setattr__": __setattr__,
             "__module__": __name__,
             "__doc__": AdoptingModule.__doc__,
             _CHAIN_ATTRIBUTE: chain,
-            "_inductor_device_options_original_class": original,
+            "_inductor_device_options_plain_class": plain_class,
         },
     )
     module.__dict__[FUNCTION] = chain.current.entry

@@ -59,7 +59,7 @@ from .serve import (
     Installation,
     current_installation,
     is_served,
-    native_below_default,
+    native_answer_below_for,
     native_dispatcher,
     serve_device,
     torch_registry,
@@ -100,7 +100,7 @@ def _install_hook(module: ModuleType) -> None:
                 module,
                 current,
                 serve_device,
-                native_below_default(module, current),
+                native_answer_below_for(module, current),
                 observe=observe,
             )
             _state.installation = Installation(module, "native", chain, native_register)
@@ -116,7 +116,7 @@ def _install_hook(module: ModuleType) -> None:
         backport = not hasattr(DeviceInterface, "get_cpp_device_options") and is_torch_function(
             current
         )
-        below = with_interface_lookup(current) if backport else current
+        answering = with_interface_lookup(current) if backport else current
         module_dict = module.__dict__
 
         def serves_reserved(device_type: str) -> bool:
@@ -128,8 +128,7 @@ def _install_hook(module: ModuleType) -> None:
             module,
             current,
             serve_device,
-            lambda args, kwargs: below(*args, **kwargs),
-            call_below=below,
+            answering,
             serves_reserved=serves_reserved,
             observe=observe,
         )

@@ -6,11 +6,11 @@ from __future__ import annotations
 from .._lookup.device_types import normalize_device_type
 from .._options.model import CppDeviceOptions
 from .._torch_names import FUNCTION
-from .in_progress import bypassing, pending_default_for
+from .in_progress import bypassing, offered_answer_below
 from .serve import (
+    answer_below_for_device,
     installed,
     source_of,
-    without_package,
 )
 
 
@@ -51,8 +51,8 @@ def default_cpp_device_options(
     """
     name = normalize_device_type(device_type)
     installed()
-    pending = pending_default_for(name, bool(aot_mode), bool(compile_only))
-    result = without_package(name, aot_mode, compile_only) if pending is None else pending()
+    offered = offered_answer_below(name, bool(aot_mode), bool(compile_only))
+    result = answer_below_for_device(name, aot_mode, compile_only) if offered is None else offered()
     return CppDeviceOptions.of(result)
 
 
@@ -102,13 +102,13 @@ def package_cpp_device_options(
     from .._lookup.resolve import serve
 
     name = normalize_device_type(device_type)
-    installation = installed()
+    module = installed().module
     with bypassing(name):
         served = serve(
             source_of(name),
             aot_mode,
             compile_only,
-            default=lambda: installation.module.__dict__[FUNCTION](name, aot_mode, compile_only),
+            answer_below=lambda: module.__dict__[FUNCTION](name, aot_mode, compile_only),
         )
     if served is None:
         return None

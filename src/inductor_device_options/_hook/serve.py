@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping
 from types import ModuleType
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .. import _state
 from .._errors import add_note
@@ -20,11 +20,14 @@ from .._lookup.registry import DeviceOptionsSource
 from .._options.model import CppDeviceOptions
 from .._torch_names import CPP_BUILDER, FUNCTION, REGISTRY
 from .chain import Args, Chain, DeviceOptionsFunction, Kwargs, device_type_of, flags
-from .in_progress import Thunk, bypassing, is_bypassed, pending_default
+from .in_progress import bypassing, is_bypassed, offering_answer_below
 
 # Never a registered device: asking torch's native function for it gives the
 # defaults every out-of-tree device gets, bypassing its registry.
 DEFAULTS_PROBE_DEVICE = "inductor_device_options_defaults_probe"
+
+if TYPE_CHECKING:
+    from .._lookup.resolve import Thunk
 
 OptionsTuple = tuple[list[str], list[str], list[str], list[str], list[str], list[str], list[str]]
 
@@ -34,7 +37,7 @@ class Installation(NamedTuple):
     mode: Literal["hook", "native"]
     chain: Chain
     native_register: Callable[[str, DeviceOptionsFunction], None] | None = None
-    #: Whether the bottom of the chain asks DeviceInterface.get_cpp_device_options as
+    #: Whether the chain's lowest link asks DeviceInterface.get_cpp_device_options as
     #: torch 2.15 does (a torch before 2.15, whose own function does not).
     backport: bool = False
 
@@ -70,8 +73,8 @@ def current_installation() -> Installation | None:
     return installation
 
 
-def serve_device(device_type: str, args: Args, kwargs: Kwargs, default: Thunk) -> Any:
-    """The package's sources for ``device_type``, ``default`` being what is below them."""
+def serve_device(device_type: str, args: Args, kwargs: Kwargs, answer_below: Thunk) -> Any:
+    """The package's sources for ``device_type``; ``answer_below()``: what is below them."""
     from .._lookup.resolve import find_source, serve
 
     installation = installed()
@@ -83,8 +86,8 @@ def serve_device(device_type: str, args: Args, kwargs: Kwargs, default: Thunk) -
         own_dispatcher=native_dispatcher,
     )
     check_cpp_stdlib(device_type, args, kwargs, source)
-    with pending_default(device_type, aot_mode, compile_only, default):
-        served = serve(source, aot_mode, compile_only, default=default)
+    with offering_answer_below(device_type, aot_mode, compile_only, answer_below):
+        served = serve(source, aot_mode, compile_only, answer_below=answer_below)
     return served.as_tuple() if isinstance(served, CppDeviceOptions) else served
 
 
@@ -130,36 +133,37 @@ def native_dispatcher(
     from .._lookup.resolve import find_source, serve
 
     name = normalize_device_type(device_type)
-    installation = installed()
+    function_below = installed().function_below
     if is_bypassed(name):
-        # Computing the device's default, and torch's function asked its registry anyway (a
-        # function adopted after the hook called torch's own): give torch's defaults.
-        return installation.function_below(DEFAULTS_PROBE_DEVICE, aot_mode, compile_only)  # type: ignore[no-any-return]
+        # Computing the device's answer below, and torch's function asked its registry anyway
+        # (a function adopted after the hook called torch's own): give torch's defaults.
+        defaults: OptionsTuple = function_below(DEFAULTS_PROBE_DEVICE, aot_mode, compile_only)
+        return defaults
     served = serve(
         find_source(name, None, serve_interfaces=False),
         aot_mode,
         compile_only,
-        default=lambda: without_package(name, aot_mode, compile_only),
+        answer_below=lambda: answer_below_for_device(name, aot_mode, compile_only),
     )
     if served is None:  # The registration went away: give what torch gives.
-        return without_package(name, aot_mode, compile_only)
+        return answer_below_for_device(name, aot_mode, compile_only)
     return served.as_tuple() if isinstance(served, CppDeviceOptions) else served  # type: ignore[return-value]
 
 
-def without_package(device_type: str, aot_mode: bool, compile_only: bool) -> OptionsTuple:
-    """What Inductor's function gives a normalized device when the package does not serve
-    it, as fresh lists."""
+def answer_below_for_device(device_type: str, aot_mode: bool, compile_only: bool) -> OptionsTuple:
+    """A normalized device's answer below, outside a lookup of it: what Inductor's function
+    gives the device with the package's sources left out, as fresh lists."""
     with bypassing(device_type):
         result = installed().module.__dict__[FUNCTION](device_type, aot_mode, compile_only)
     return tuple(list(values) for values in result)  # type: ignore[return-value]
 
 
-def native_below_default(
+def native_answer_below_for(
     module: ModuleType, function_below: DeviceOptionsFunction
-) -> Callable[[Args, Kwargs], Any]:
-    """What torch's own function gives a device, its registry left out."""
+) -> DeviceOptionsFunction:
+    """In native mode, a call's answer below: torch's function, its registry left out."""
 
-    def below_default(args: Args, kwargs: Kwargs) -> Any:
+    def answer_below_for(*args: Any, **kwargs: Any) -> Any:
         # Asking torch's function for a device it has no registration for gives the
         # defaults every out-of-tree device gets, bypassing its registry.
         device_type = device_type_of(args, kwargs)
@@ -168,7 +172,7 @@ def native_below_default(
             args, kwargs = for_device(DEFAULTS_PROBE_DEVICE, args, kwargs)
         return function_below(*args, **kwargs)
 
-    return below_default
+    return answer_below_for
 
 
 def for_device(device_type: str, args: Args, kwargs: Kwargs) -> tuple[Args, Kwargs]:

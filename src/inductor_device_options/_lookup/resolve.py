@@ -127,14 +127,14 @@ def serve(
     aot_mode: bool,
     compile_only: bool,
     *,
-    default: Thunk,
+    answer_below: Thunk,
 ) -> object | None:
     """What ``source`` (found by :func:`find_source`) gives its device, or None when there
     is none or it has no provider.
 
     The package's own door gives a finished :class:`CppDeviceOptions` (shared: copy it);
-    torch's doors give the callback's own result. ``default()`` is what the device gets
-    below this package; a bundled provider that fails gives way to it, with a warning.
+    torch's doors give the callback's own result. ``answer_below()`` is what the device
+    gets below this package; a bundled provider that fails gives way to it, with a warning.
     Raises ``ProviderRecursionError`` when the device's provider, directly or not, asks for
     the options of that same device.
     """
@@ -150,7 +150,7 @@ def serve(
         raise _recursion_error(device_type, source.description)
     active.add(device_type)
     try:
-        return _served(source, device_type, aot_mode, compile_only, default)
+        return _served(source, device_type, aot_mode, compile_only, answer_below)
     finally:
         active.discard(device_type)
 
@@ -160,11 +160,11 @@ def _served(
     device_type: str,
     aot_mode: bool,
     compile_only: bool,
-    default: Thunk,
+    answer_below: Thunk,
 ) -> object | None:
     assert source.provider is not None
     if source.kind == "cpp_builder registration" and device_type in RESERVED_DEVICE_TYPES:
-        default()  # torch's branches for its own devices run first, as in the design
+        answer_below()  # torch's branches for its own devices run first, as in the design
     if not source.guaranteed:  # torch's door: exactly what it gives
         if source.kind == "device interface":
             return _interface_options(source.provider, device_type, aot_mode, compile_only)
@@ -187,7 +187,7 @@ def _served(
     except ProviderRecursionError:
         raise
     except Exception as error:
-        return _fall_back(source, device_type, error, default)
+        return _fall_back(source, device_type, error, answer_below)
 
 
 def _interface_options(
@@ -203,12 +203,12 @@ def _interface_options(
 
 
 def _fall_back(
-    source: DeviceOptionsSource, device_type: str, error: Exception, default: Thunk
+    source: DeviceOptionsSource, device_type: str, error: Exception, answer_below: Thunk
 ) -> object:
     """A bundled provider failed: the device gets what it gets without this package, unless
     that fails too (then the provider's error says what to do)."""
     try:
-        fallback = default()
+        fallback = answer_below()
     except Exception as below:
         add_note(error, f"and what {device_type!r} gets without it failed too: {below!r}")
         raise error from below
