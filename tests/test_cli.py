@@ -1,7 +1,7 @@
 """The command line: each subcommand in a fresh process, against real torch and g++.
 
 The devices are declared by a test distribution (a dist-info directory on PYTHONPATH, as
-in test_entry_points.py) whose providers point at a small SDK written to disk: a header
+in test_lookup_entry_points.py) whose providers point at a small SDK written to disk: a header
 and a gcc-built library. Each process imports torch._inductor (seconds), so the
 invocations a group of tests needs run concurrently, once per module.
 """

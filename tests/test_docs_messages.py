@@ -8,15 +8,15 @@ METHOD, N, NAME, PROVIDER, TYPE, VALUE, VERSION, X) match any text, the rest is 
 whitespace normalised; it may be part of a message.
 
 The runs are the command line in fresh processes, run concurrently, over scenarios written to
-disk: provider modules broken each in one way, test_doctor's SDK, distributions declaring
+disk: provider modules broken each in one way, test_diagnose_doctor's SDK, distributions declaring
 devices. Two ``doctor --all --json`` runs check most devices (two, because each renames
 PrivateUse1 for a device whose ``_inductor_backend_init`` goes wrong in its own way); text
 runs give what only text says (``FAIL  ...`` lines, notes and errors on stderr). Every line
 they print and every string of their JSON is a produced message.
 
 What only a real compile (``doctor --compile``), an injected bug or a package load produces is
-checked where tests/test_doctor_compile.py, tests/test_doctor.py and tests/test_pt2_stamp.py
-produce it, with
+checked where tests/test_diagnose_compile.py, tests/test_diagnose_doctor.py and
+tests/test_hook_pt2_stamp.py produce it, with
 ``support.assert_quoted``: COVERED_ELSEWHERE lists those quotes, and a test here reads those
 modules to see that each is in such a call.
 """
@@ -43,7 +43,7 @@ from support import (
     write_distribution,
 )
 from test_cli import INVALID_ENTRY_POINTS, Run, run_concurrently
-from test_doctor import write_sdk
+from test_diagnose_doctor import write_sdk
 from torch._inductor.codegen.common import DeviceOpOverrides
 
 PROVIDERS = '''\
@@ -254,7 +254,7 @@ SDK_DEVICES = (
 # Quotes of what only a real compile or an injected bug produces, by the test module whose
 # runs produce them and call assert_quoted.
 COVERED_ELSEWHERE = {
-    "test_doctor_compile.py": (
+    "test_diagnose_compile.py": (
         "a real compile on the device",
         "compiling x * 2 + 1 on DEVICE (cpp_wrapper) in a fresh python raised ...",
         "the compile asked for the device",
@@ -276,7 +276,7 @@ COVERED_ELSEWHERE = {
         "your model M:F raised TYPE",
         "N builder questions for 'cpu' (aot_mode=False): ..., answered with DEVICE's options",
     ),
-    "test_doctor.py": (
+    "test_diagnose_doctor.py": (
         "inductor-device-options failed (internal error TYPE)",
         # Backends registered in-process in each of these ways.
         "cpp_wrapper builds ask for 'cpu', answered with DEVICE's options",
@@ -290,7 +290,7 @@ COVERED_ELSEWHERE = {
         "declares it",
         "a model with parameters fails to load with its weights in the .so (torch VERSION)",
     ),
-    "test_pt2_stamp.py": (
+    "test_hook_pt2_stamp.py": (
         "the AOTInductor package was built for device 'DEVICE' against SDK identity ..., but "
         "its SDK identity here is ...; its code would run against another SDK than it was "
         "built for",
@@ -308,7 +308,7 @@ COVERED_ELSEWHERE = {
         "Fix: install the device's SDK on this machine and have its provider name the dir that "
         "holds LIBRARY in libraries_dirs, or put that dir on LD_LIBRARY_PATH",
     ),
-    "test_cmake_doctor.py": (
+    "test_diagnose_cmake.py": (
         "cmake failed",
         "cmake VERSION (...) could not build the C++ project AOTInductor writes for the device",
         "the project lacks N parts",

@@ -56,7 +56,7 @@ NO_AUTOLOAD = {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0", "PYTHONPATH": pythonpath_wi
 
 calls: list[tuple[str, bool, bool]] = []
 # With a space where this torch quotes -I{dir}; torch 2.6 does not, and the package refuses
-# such a dir there (test_injection.py), so the SDK path has none.
+# such a dir there (test_options_injection.py), so the SDK path has none.
 ASCEND_INCLUDE = (
     "/opt/ascend sdk/include" if cpp_builder_keeps_whole("include_dirs") else "/opt/ascend/include"
 )
@@ -82,7 +82,7 @@ def _forget_calls() -> Iterator[None]:
 def test_the_package_is_installed_in_the_expected_mode() -> None:
     state = ido.introspection.hook_state()
     # Both modes keep an entry of the hook's chain in the module, so that later
-    # assignments are adopted (test_coexistence.py).
+    # assignments are adopted (test_hook_coexistence.py).
     assert installed().chain.owns(cpp_builder.get_cpp_torch_device_options)  # type: ignore[union-attr]
     assert state.adopted == () and state.replaced_by is None
     if NATIVE:

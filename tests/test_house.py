@@ -205,6 +205,33 @@ def test_the_layout_page_tables_every_room_s_imports_and_the_arrows_up_a_layer()
     assert all(f"`{start}` → `{end}`" in markdown for start, end in upward)
 
 
+#: Test files named for what they test rather than for a room: a scenario across rooms, or the
+#: project around the package. e2e/ (real compiles) and peers/ (backends we did not write)
+#: hold scenarios too.
+NOT_A_ROOM_S_TESTS = {
+    "test_benchmarks.py": "the benchmark command",
+    "test_build.py": "a real build through CppBuilder, every room on the way",
+    "test_design_table.py": "the design's validation table, row by row",
+    "test_house.py": "the house's shape",
+    "test_matrix_legs.py": "CI's torch matrix",
+    "test_packaging.py": "the distribution as installed",
+}
+
+
+def test_a_test_file_is_found_by_the_room_it_tests() -> None:
+    """``tests/test_<room>[_<topic>].py``: ``test_hook_cmake.py`` tests ``_hook/``; docs
+    tests are ``test_docs_*``."""
+    rooms = {name.strip("_/") for name in house.rooms()} | {"docs"}
+    unplaced = [
+        path.name
+        for path in sorted((ROOT / "tests").glob("test_*.py"))
+        if path.name not in NOT_A_ROOM_S_TESTS
+        and path.stem.removeprefix("test_").split("_")[0] not in rooms
+    ]
+    assert unplaced == []
+    assert all((ROOT / "tests" / name).is_file() for name in NOT_A_ROOM_S_TESTS)
+
+
 def test_state_lives_in_one_place() -> None:
     outside = [
         where

@@ -157,7 +157,7 @@ def test_the_compiler_decides_which_definitions_and_flags_it_takes(
 
 
 # What depends on how the running torch renders a field (torch 2.13: only include dirs are
-# quoted, 2.15 library dirs too; test_injection.py runs torch's CppBuilder as 2.6 renders
+# quoted, 2.15 library dirs too; test_options_injection.py runs torch's CppBuilder as 2.6 renders
 # include dirs).
 NOT_ONE_WORD = [
     ("definitions", "FOO=a b", "reaches g++ as ['-D', 'FOO=a', 'b'] instead of ['-D', 'FOO=a b']"),

@@ -30,7 +30,7 @@ def test_register_lists_the_device_and_unregister_removes_it() -> None:
     assert "npu" in ido.introspection.registered_device_types()
     registration = _entry_points.own_source("npu")
     assert registration == ido.introspection.DeviceOptionsSource(
-        "npu", "registration", "test_registry.npu_options", guaranteed=True
+        "npu", "registration", "test_lookup_registry.npu_options", guaranteed=True
     )
     assert registration is not None and registration.provider is npu_options
     assert ido.unregister_cpp_device_options("npu", other_npu_options) is False  # not its own
@@ -51,8 +51,8 @@ def test_registering_again_warns_naming_both_callbacks_and_overwrites() -> None:
     with pytest.warns(UserWarning) as caught:
         ido.register_cpp_device_options("npu", other_npu_options)
     assert str(caught[0].message) == (
-        "C++ device options for 'npu' are already registered by test_registry.npu_options; "
-        "overwriting with test_registry.other_npu_options"
+        "C++ device options for 'npu' are already registered by test_lookup_registry.npu_options; "
+        "overwriting with test_lookup_registry.other_npu_options"
     )
     assert caught[0].filename == __file__  # points at the caller, not at the package
     provider = _entry_points.own_source("npu")
@@ -65,7 +65,8 @@ def test_torchs_own_devices_are_refused(device_type: str) -> None:
         ido.register_cpp_device_options(device_type, npu_options)
     name = device_type.partition(":")[0]
     assert str(caught.value).startswith(
-        f"cannot register C++ device options for {name!r} (callback test_registry.npu_options)"
+        f"cannot register C++ device options for {name!r} "
+        "(callback test_lookup_registry.npu_options)"
     )
     assert caught.value.device_type == name
     assert name not in ido.introspection.registered_device_types()

@@ -22,7 +22,7 @@ import pytest
 import torch
 from cmake_projects import configure, link_command, output, torch_s_writers
 from support import NATIVE, outcome, torch_writes_cmake
-from test_doctor import Sdk, provider, write_sdk
+from test_diagnose_doctor import Sdk, provider, write_sdk
 from torch._inductor import config
 from torch._inductor import cpp_builder as torch_cpp_builder
 from torch._inductor.cpp_builder import CppBuilder
@@ -55,7 +55,7 @@ def sdk(tmp_path_factory: pytest.TempPathFactory) -> Sdk:
 
 
 def acme_options(sdk: Sdk) -> Callable[[str, bool, bool], ido.CppDeviceOptions]:
-    """test_doctor's provider, with a runpath, a cflag and a passthrough arg."""
+    """test_diagnose_doctor's provider, with a runpath, a cflag and a passthrough arg."""
     base = provider(sdk, runpath=True)
 
     def options(device_type: str, aot_mode: bool, compile_only: bool) -> ido.CppDeviceOptions:

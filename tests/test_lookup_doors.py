@@ -491,7 +491,7 @@ def test_a_function_assigned_after_the_hook_still_answers_before_the_interface(
     def replacement(device_type: str, aot_mode: bool = False, compile_only: bool = False) -> object:
         return (["REPLACED"], [], [], [], [], [], [])
 
-    name = f"test_doors.{replacement.__qualname__}"
+    name = f"test_lookup_doors.{replacement.__qualname__}"
     try:
         cpp_builder.get_cpp_torch_device_options = replacement
         # Not called yet: whether it calls through is not known.
@@ -506,7 +506,7 @@ def test_a_function_assigned_after_the_hook_still_answers_before_the_interface(
         assert source.description.startswith(f"{name} over ")
         assert source.description.endswith(
             f"; {name} replaces it, so "
-            "test_doors.MockInterface.get_cpp_device_options is never asked"
+            "test_lookup_doors.MockInterface.get_cpp_device_options is never asked"
         )
     finally:
         cpp_builder.get_cpp_torch_device_options = saved

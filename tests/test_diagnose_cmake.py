@@ -1,7 +1,7 @@
 """doctor --aot's ``cmake_project`` check (_diagnose/cmake_checks.py): whether the C++ project
 AOTInductor writes for the device with ``aot_inductor.package_cpp_only`` builds with cmake.
 
-The check runs as doctor runs it, on test_doctor's SDK written to disk: the options
+The check runs as doctor runs it, on test_diagnose_doctor's SDK written to disk: the options
 computed (the ``options`` check), the project written by torch's writers, then built by the
 cmake of the test extra, or read where no cmake can build it. Where the running torch is a
 CUDA wheel, torch's own CMake package cannot configure here (it asks for a CUDA toolkit,
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 from support import NATIVE, assert_quoted, torch_writes_cmake
-from test_doctor import Sdk, provider, write_sdk
+from test_diagnose_doctor import Sdk, provider, write_sdk
 from torch._inductor import cpp_builder
 
 import inductor_device_options as ido

@@ -32,7 +32,7 @@ from support import (
     shared_test_dir,
     torch_writes_cmake,
 )
-from test_coexistence import synthetic_cann as minimal_cann
+from test_hook_coexistence import synthetic_cann as minimal_cann
 from torch._inductor.codegen.common import DeviceOpOverrides
 from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
 from torch._inductor.codegen.cpu_device_op_overrides import CpuDeviceOpOverrides
@@ -418,7 +418,7 @@ def test_the_registered_wrapper_codegen_class_is_asked_first(
         assert headers.names == ("never/asked.h",)
         return
     assert headers.names == names
-    assert headers.origin.startswith("test_doctor._AcmeWrapper.get_device_include_path")
+    assert headers.origin.startswith("test_diagnose_doctor._AcmeWrapper.get_device_include_path")
 
 
 @pytest.mark.parametrize(
@@ -965,7 +965,9 @@ def test_a_verdict_of_the_package_on_the_provider_is_said_to_be_the_package_s(
     assert check.summary == "inductor-device-options raised InvalidCppDeviceOptionsError"
     [problem] = check.problems
     assert problem.cause.startswith("InvalidCppDeviceOptionsError: ")
-    assert "test_doctor." in problem.cause and "six_lists" in problem.cause  # the provider named
+    assert (
+        "test_diagnose_doctor." in problem.cause and "six_lists" in problem.cause
+    )  # the provider named
     assert problem.fix == "fix the provider"
 
 
