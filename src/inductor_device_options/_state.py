@@ -8,8 +8,8 @@ package: every room may import it.
 
 :func:`reset` gives a process the package's state at import, registrations, declarations
 read and warnings given included; the hook, its watcher and chains stay (torch's module
-holds them); a thread's lookups under way pop what they pushed. ``testing.reset`` is its
-public name, for tests.
+holds them); a thread's lookups under way pop what they pushed. ``testing.reset`` calls it
+(and clears the Ascend provider's own caches), for tests.
 """
 
 from __future__ import annotations

@@ -75,16 +75,10 @@ def current_installation() -> Installation | None:
 
 def serve_device(device_type: str, args: Args, kwargs: Kwargs, answer_below: Thunk) -> Any:
     """The package's sources for ``device_type``; ``answer_below()``: what is below them."""
-    from .._lookup.resolve import find_source, serve
+    from .._lookup.resolve import serve
 
-    installation = installed()
     aot_mode, compile_only = flags(args, kwargs)
-    source = find_source(
-        device_type,
-        torch_registry(installation.module),
-        serve_interfaces=True,
-        own_dispatcher=native_dispatcher,
-    )
+    source = source_of(device_type)
     check_cpp_stdlib(device_type, args, kwargs, source)
     with offering_answer_below(device_type, aot_mode, compile_only, answer_below):
         served = serve(source, aot_mode, compile_only, answer_below=answer_below)
