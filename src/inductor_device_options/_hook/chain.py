@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -35,7 +35,7 @@ from .. import _state
 from .._lookup.device_types import RESERVED_DEVICE_TYPES, normalize_device_type
 from .._lookup.registry import describe_callable
 from .._state import this_thread
-from .._torch_names import FUNCTION
+from .._torch_names import FUNCTION, REGISTRY
 from .in_progress import Frame
 
 _CHAIN_ATTRIBUTE = "_inductor_device_options_chain"
@@ -148,32 +148,11 @@ class Link:
         self.below = below
         self.entry = _entry_of(self)
 
-    def answer(self, args: Args, kwargs: Kwargs) -> Any:
-        """What a call of the entry gives."""
-        chain = self.chain
-        device_type = device_type_of(args, kwargs)
-        if chain.observe is not None:
-            chain.observe(device_type)
-        if _state.adopted_once:
-            frames = this_thread.frames
-            if frames and _same_device(frames[-1].device_type, device_type):
-                frames[-1].chained = True  # an adopted function above called back: it chains
-        adopted = self.adopted
-        if (
-            type(device_type) is str
-            and device_type in RESERVED_DEVICE_TYPES
-            and (chain.serves_reserved is None or not chain.serves_reserved(device_type))
-        ):  # torch's own devices, which the package never serves: the fast path
-            if adopted is None:
-                return chain.function_below(*args, **kwargs)
-            if adopted.seen:
-                return adopted.call(args, kwargs)
-            # Only its first call pushes a frame, to see whether it chains: a call-back it
-            # makes later could only mark the frame of a function that called back already.
-            return adopted.call_in(Frame(device_type), args, kwargs)
-        if adopted is None:
-            return chain.answer_lowest(device_type, args, kwargs)
-        return self._answer_through(adopted, device_type, args, kwargs)
+    def answer(self, device_type: object, args: Args, kwargs: Kwargs) -> Any:
+        """What a call of the entry gives for a device past the entry's fast path."""
+        if self.adopted is None:
+            return self.chain.answer_lowest(device_type, args, kwargs)
+        return self._answer_through(self.adopted, device_type, args, kwargs)
 
     def _answer_through(
         self, adopted: Adopted, device_type: object, args: Args, kwargs: Kwargs
@@ -202,16 +181,43 @@ class Link:
 
 def _entry_of(link: Link) -> DeviceOptionsFunction:
     """The entry of ``link``: a plain function, as torch's is, for wrappers to capture,
-    inspect and assign back (an object with ``__call__`` would make each lookup's call
-    slower)."""
+    inspect and assign back.
+
+    Torch's own devices, which the package never serves, are answered here, in the entry
+    itself: Inductor asks for them on every build, and each Python call added to their path
+    costs about 0.5% of torch's function (``cpu_lookup`` in benchmarks/). Every other
+    question goes to :meth:`Link.answer`."""
+    chain = link.chain
+    adopted = link.adopted
+    observe = chain.observe
+    function_below = chain.function_below
     answer = link.answer
+    reserved = RESERVED_DEVICE_TYPES
+    namespace = chain.registry_namespace
 
     def get_cpp_torch_device_options(*args: Any, **kwargs: Any) -> Any:
-        return answer(args, kwargs)
+        device_type = args[0] if args else kwargs.get("device_type")  # device_type_of, uncalled
+        if observe is not None:
+            observe(device_type)
+        frames = this_thread.frames if _state.adopted_once else None
+        if frames and _same_device(frames[-1].device_type, device_type):
+            frames[-1].chained = True  # an adopted function above called back: it chains
+        if (
+            type(device_type) is str
+            and device_type in reserved
+            and (namespace is None or device_type not in (namespace.get(REGISTRY) or ()))
+        ):
+            if adopted is None:
+                return function_below(*args, **kwargs)
+            if adopted.seen:
+                return adopted.call(args, kwargs)
+            # Only its first call pushes a frame, to see whether it chains: a call-back it
+            # makes later could only mark the frame of a function that called back already.
+            return adopted.call_in(Frame(device_type), args, kwargs)
+        return answer(device_type, args, kwargs)
 
-    below = link.chain.function_below
     # Its signature and docstring are the function below's: wrappers read them.
-    functools.update_wrapper(get_cpp_torch_device_options, below, ["__doc__"], [])
+    functools.update_wrapper(get_cpp_torch_device_options, function_below, ["__doc__"], [])
     setattr(get_cpp_torch_device_options, _LINK_MARK, link)
     return get_cpp_torch_device_options
 
@@ -226,19 +232,22 @@ class Chain:
         serve: Serve,
         answer_below_for: DeviceOptionsFunction,
         *,
-        serves_reserved: Callable[[str], bool] | None = None,
+        registry_namespace: Mapping[str, Any] | None = None,
         observe: Callable[[object], None] | None = None,
     ):
         """``function_below``: the function there when the hook was installed.
         ``answer_below_for(*args, **kwargs)``: a call's answer below, where no adopted
-        function gives it. ``serves_reserved(d)``: whether ``serve`` has a source for torch's
-        own device ``d`` after all. ``observe(device_type)``: told of each call of an entry
-        (every question Inductor asks, and again for each wrapper that calls through)."""
+        function gives it. ``registry_namespace``: where the package serves torch's own
+        devices registered in torch's registry (hook mode: the module's namespace, whose
+        registry is read at each lookup, as torch's function reads it); None: torch's
+        function serves its registry itself (native mode). ``observe(device_type)``: told of
+        each call of an entry (every question Inductor asks, and again for each wrapper that
+        calls through)."""
         self.module = module
         self.function_below = function_below
         self.serve = serve
         self.answer_below_for = answer_below_for
-        self.serves_reserved = serves_reserved
+        self.registry_namespace = registry_namespace
         self.observe = observe
         self._lock = threading.Lock()
         self.lowest = Link(self, None, None)

@@ -46,7 +46,6 @@ from .._torch_names import (
     PT2_ARCHIVE,
     PT2_ARCHIVE_READY,
     REGISTER,
-    REGISTRY,
 )
 from .backports import (
     BACKPORT_MARK,
@@ -117,19 +116,12 @@ def _install_hook(module: ModuleType) -> None:
             current
         )
         answering = with_interface_lookup(current) if backport else current
-        module_dict = module.__dict__
-
-        def serves_reserved(device_type: str) -> bool:
-            # On every lookup of torch's own devices: as cheap as a dict lookup can be.
-            registry = module_dict.get(REGISTRY)
-            return registry is not None and device_type in registry
-
         chain = Chain(
             module,
             current,
             serve_device,
             answering,
-            serves_reserved=serves_reserved,
+            registry_namespace=module.__dict__,
             observe=observe,
         )
         _state.installation = Installation(module, "hook", chain, backport=backport)

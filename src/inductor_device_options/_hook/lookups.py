@@ -10,6 +10,7 @@ from .in_progress import bypassing, offered_answer_below
 from .serve import (
     answer_below_for_device,
     installed,
+    resolve_module,
     source_of,
 )
 
@@ -99,12 +100,10 @@ def package_cpp_device_options(
 ) -> CppDeviceOptions | None:
     """What this package's sources give ``device_type`` (None: they do not serve it), the
     chain around them left out."""
-    from .._lookup.resolve import serve
-
     name = normalize_device_type(device_type)
     module = installed().module
     with bypassing(name):
-        served = serve(
+        served: object | None = resolve_module().serve(
             source_of(name),
             aot_mode,
             compile_only,

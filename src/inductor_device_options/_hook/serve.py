@@ -7,6 +7,7 @@ state; everything here reads it from there.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Mapping
 from types import ModuleType
@@ -47,6 +48,15 @@ class Installation(NamedTuple):
         return self.chain.function_below
 
 
+@functools.cache
+def resolve_module() -> ModuleType:
+    """``_lookup.resolve``, imported on the first lookup of a served device (torch's own
+    never need it). Cached: an import statement costs about 1 µs at each lookup."""
+    from .._lookup import resolve
+
+    return resolve
+
+
 def installed() -> Installation:
     """The installation; importing ``cpp_builder`` first where it is not imported yet (the
     package's import watcher installs the hook then)."""
@@ -75,13 +85,11 @@ def current_installation() -> Installation | None:
 
 def serve_device(device_type: str, args: Args, kwargs: Kwargs, answer_below: Thunk) -> Any:
     """The package's sources for ``device_type``; ``answer_below()``: what is below them."""
-    from .._lookup.resolve import serve
-
     aot_mode, compile_only = flags(args, kwargs)
     source = source_of(device_type)
     check_cpp_stdlib(device_type, args, kwargs, source)
     with offering_answer_below(device_type, aot_mode, compile_only, answer_below):
-        served = serve(source, aot_mode, compile_only, answer_below=answer_below)
+        served = resolve_module().serve(source, aot_mode, compile_only, answer_below=answer_below)
     return served.as_tuple() if isinstance(served, CppDeviceOptions) else served
 
 
@@ -124,8 +132,7 @@ def native_dispatcher(
     device_type: str, aot_mode: bool = False, compile_only: bool = False
 ) -> OptionsTuple:
     """What this package registers in torch's native registry for its registrations."""
-    from .._lookup.resolve import find_source, serve
-
+    resolve = resolve_module()
     name = normalize_device_type(device_type)
     function_below = installed().function_below
     if is_bypassed(name):
@@ -133,8 +140,8 @@ def native_dispatcher(
         # (a function adopted after the hook called torch's own): give torch's defaults.
         defaults: OptionsTuple = function_below(DEFAULTS_PROBE_DEVICE, aot_mode, compile_only)
         return defaults
-    served = serve(
-        find_source(name, None, serve_interfaces=False),
+    served: object | None = resolve.serve(
+        resolve.find_source(name, None, serve_interfaces=False),
         aot_mode,
         compile_only,
         answer_below=lambda: answer_below_for_device(name, aot_mode, compile_only),
@@ -182,15 +189,14 @@ def is_served(device_type: str) -> bool:
 
 def source_of(device_type: str) -> DeviceOptionsSource | None:
     """The package's source for a normalized device (not loaded), or None."""
-    from .._lookup.resolve import find_source
-
     module = sys.modules.get(CPP_BUILDER)
     registry = torch_registry(module) if module is not None else None
     if device_type in RESERVED_DEVICE_TYPES and (registry is None or device_type not in registry):
         return None
-    return find_source(
+    source: DeviceOptionsSource | None = resolve_module().find_source(
         device_type, registry, serve_interfaces=True, own_dispatcher=native_dispatcher
     )
+    return source
 
 
 def interface_answering(device_type: str) -> type | None:
@@ -212,7 +218,5 @@ def interface_answering(device_type: str) -> type | None:
 def loaded_source(device_type: str) -> DeviceOptionsSource | None:
     """The source that serves a normalized device, its provider loaded (an entry point's
     module imported), or None: torch serves it. For ``doctor``, which calls it directly."""
-    from .._lookup.resolve import loaded
-
     source = source_of(device_type)
-    return None if source is None else loaded(source)
+    return None if source is None else resolve_module().loaded(source)

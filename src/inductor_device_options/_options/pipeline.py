@@ -24,8 +24,10 @@ and torch's doors when a device is guaranteed); :func:`check_value` on one value
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 from .. import _state
 from .._errors import InvalidCppDeviceOptionsError
@@ -213,6 +215,12 @@ def where_from(
 
 def _custom_op_libs() -> tuple[str, ...]:
     # Stock torch appends these for every device; a replaced function used to drop them.
+    return tuple(getattr(_inductor_config().aot_inductor, "custom_op_libs", None) or ())
+
+
+@functools.cache
+def _inductor_config() -> ModuleType:
+    # Imported once: an import statement costs about 1 µs on every lookup.
     from torch._inductor import config
 
-    return tuple(getattr(config.aot_inductor, "custom_op_libs", None) or ())
+    return config
