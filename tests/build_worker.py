@@ -95,7 +95,7 @@ def build_once(case: dict[str, Any], in_build_dir: bool = False) -> dict[str, An
         except Exception as error:
             if refusal is not None and isinstance(error, refusal):
                 result.update(status="refused", message=str(error), field=error.field)
-                result.update(value=error.value, provider=error.provider)
+                result.update(value=error.value, description=error.description)
                 result.update(device_type=error.device_type, positions=dict(positions))
                 return result
             raise

@@ -612,7 +612,7 @@ def test_missing_cann_error(base: Path) -> None:
     assert isinstance(info.value, ido.CppDeviceOptionsError)
     assert isinstance(info.value, ascend.AscendOptionsError)
     assert info.value.device_type == "npu"
-    assert info.value.provider == "inductor_device_options.ascend.cpp_device_options"
+    assert info.value.description == "inductor_device_options.ascend.cpp_device_options"
     assert f"Fix: {info.value.fix}" == CANN_HINT  # the fix is an attribute, and ends the text
 
 

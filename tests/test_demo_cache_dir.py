@@ -93,7 +93,7 @@ def test_a_cache_dir_with_an_at_sign_works_and_the_runpath_reaches_ld_whole(
     options = finish(
         sdk_options_for(library_dir, DEVICE_NAME, False, False),
         device_type=DEVICE_NAME,
-        provider="sample",
+        description="sample",
     )
     assert options.ldflags[-1:] == [f"Wl,-rpath,{os.path.realpath(library_dir)}"]
     assert options.ldflags[-1] == ido.runpath(library_dir)

@@ -303,7 +303,7 @@ def test_a_value_cmake_cannot_carry_is_refused_naming_the_device_and_the_provide
         write_project("acme", directory)
     error = raised.value
     assert (error.device_type, error.field, error.value) == ("acme", "include_dirs", str(odd))
-    assert error.provider is not None and "options" in error.provider
+    assert error.description is not None and "options" in error.description
     assert "CMake splits a list at ';'" in str(error)
     assert not (directory / "CMakeLists.txt").exists()  # nothing half-written
 

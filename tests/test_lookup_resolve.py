@@ -39,7 +39,7 @@ def test_a_provider_asking_for_its_own_device_gets_one_clear_error(provider: obj
     error = caught.value
     assert isinstance(error, RecursionError)
     assert error.device_type == "loopdev"
-    assert error.provider == f"test_lookup_resolve.{provider.__name__}"  # type: ignore[attr-defined]
+    assert error.description == f"test_lookup_resolve.{provider.__name__}"  # type: ignore[attr-defined]
     assert str(error).startswith(
         f"the C++ options provider test_lookup_resolve.{provider.__name__} for device 'loopdev' "  # type: ignore[attr-defined]
         "asked for the C++ options of 'loopdev' itself"

@@ -46,7 +46,7 @@ ACCEPTED = [
 @pytest.mark.parametrize(("field", "value"), ACCEPTED)
 def test_accepted_values(field: str, value: str) -> None:
     assert rule_cause(field, value) is None
-    options = snapshot(_with(field, value), device_type="npu", provider="p")
+    options = snapshot(_with(field, value), device_type="npu", description="p")
     assert rule_problems(options) == []
     assert getattr(options, field) == [value]
 
@@ -76,13 +76,13 @@ def test_rejected_values_name_device_provider_field_and_value(
     field: str, value: str, reason: str
 ) -> None:
     with pytest.raises(InvalidCppDeviceOptionsError) as caught:
-        finish(_with(field, value), device_type="npu", provider="torch_npu.options")
+        finish(_with(field, value), device_type="npu", description="torch_npu.options")
     error = caught.value
     message = str(error)
     assert message.startswith("C++ options for device 'npu' from torch_npu.options: ")
     assert f"{field}[0] = {value!r}" in message
     assert reason in message
-    assert (error.device_type, error.provider, error.field, error.value) == (
+    assert (error.device_type, error.description, error.field, error.value) == (
         "npu",
         "torch_npu.options",
         field,
@@ -143,11 +143,11 @@ def test_the_compiler_decides_which_definitions_and_flags_it_takes(
     error = compiler_error(words)
     assert (error is None) == (hint is None), (words, error)  # the table says what g++ does
     if error is None:
-        final = finish(_with(field, value), device_type="npu", provider="torch_npu.options")
+        final = finish(_with(field, value), device_type="npu", description="torch_npu.options")
         assert getattr(final, field)[:1] == [value]
         return
     with pytest.raises(InvalidCppDeviceOptionsError) as caught:
-        finish(_with(field, value), device_type="npu", provider="torch_npu.options")
+        finish(_with(field, value), device_type="npu", description="torch_npu.options")
     message = str(caught.value)
     assert (
         f"npu' from torch_npu.options: {field}[0] = {value!r} reaches g++ as {words!r}" in message
@@ -177,12 +177,12 @@ def test_values_the_running_cppbuilder_would_split_or_alter_are_refused(
     field: str, value: str, reason: str
 ) -> None:
     if field == "libraries_dirs" and cpp_builder_keeps_whole(field):  # torch 2.15 quotes -L
-        final = finish(_with(field, value), device_type="npu", provider="torch_npu.options")
+        final = finish(_with(field, value), device_type="npu", description="torch_npu.options")
         assert getattr(final, field) == [value]
         assert inserted_arguments(field, value) == ["-L" + value]
         return
     with pytest.raises(InvalidCppDeviceOptionsError) as caught:
-        finish(_with(field, value), device_type="npu", provider="torch_npu.options")
+        finish(_with(field, value), device_type="npu", description="torch_npu.options")
     message = str(caught.value)
     assert f"npu' from torch_npu.options: {field}[0] = {value!r} " in message
     assert reason in message
@@ -224,9 +224,9 @@ def test_accepted_values_reach_g_plus_plus_as_one_argument_each(field: str, valu
     needs_quoting = field == "include_dirs" and shlex.quote(value) != value
     if needs_quoting and not cpp_builder_keeps_whole("include_dirs"):  # torch 2.6: -I{dir} bare
         with pytest.raises(InvalidCppDeviceOptionsError, match=r"include_dirs\[0\]"):
-            finish(_with(field, value), device_type="npu", provider="p")
+            finish(_with(field, value), device_type="npu", description="p")
         return
-    final = finish(_with(field, value), device_type="npu", provider="p")
+    final = finish(_with(field, value), device_type="npu", description="p")
     assert getattr(final, field) == [value]
     assert inserted_arguments(field, value) == one_argument_each(field, value)
 
@@ -246,7 +246,7 @@ MALFORMED = [
 @pytest.mark.parametrize(("result", "detail"), MALFORMED)
 def test_results_that_are_not_seven_lists_of_str(result: object, detail: str) -> None:
     with pytest.raises(InvalidCppDeviceOptionsError, match="device 'npu' from cb") as caught:
-        finish(result, device_type="npu", provider="cb")
+        finish(result, device_type="npu", description="cb")
     assert detail in str(caught.value)
     assert "expected CppDeviceOptions, or a tuple or list of 7 lists of str" in str(caught.value)
 
@@ -254,16 +254,16 @@ def test_results_that_are_not_seven_lists_of_str(result: object, detail: str) ->
 def test_named_tuple_plain_tuple_list_and_tuples_of_str_are_all_accepted() -> None:
     lists = (["USE_NPU"], ["/opt/acme/inc"], [], [], ["/opt/acme/lib"], ["ascendcl"], ["-Wno-x"])
     expected = CppDeviceOptions(*(list(values) for values in lists))
-    assert finish(lists, device_type="npu", provider="p") == expected
-    assert finish(list(lists), device_type="npu", provider="p") == expected
+    assert finish(lists, device_type="npu", description="p") == expected
+    assert finish(list(lists), device_type="npu", description="p") == expected
     as_tuples = tuple(tuple(values) for values in lists)
-    assert finish(as_tuples, device_type="npu", provider="p") == expected
-    assert finish(expected, device_type="npu", provider="p") == expected
+    assert finish(as_tuples, device_type="npu", description="p") == expected
+    assert finish(expected, device_type="npu", description="p") == expected
 
 
 def test_validated_options_do_not_share_lists_with_the_provider() -> None:
     provided = CppDeviceOptions(["USE_NPU"], [], [], [], [], [], [])
-    options = finish(provided, device_type="npu", provider="p")
+    options = finish(provided, device_type="npu", description="p")
     options.definitions.append("OTHER")
     assert provided.definitions == ["USE_NPU"]
     plain = options.as_tuple()
@@ -301,7 +301,7 @@ def test_fuzz_refused_or_one_argument_per_value(field: str) -> None:
     for _ in range(400):
         value = random_value(rng, field)
         try:
-            final = finish(_with(field, value), device_type="npu", provider="fuzz")
+            final = finish(_with(field, value), device_type="npu", description="fuzz")
         except InvalidCppDeviceOptionsError:
             continue
         accepted += 1

@@ -434,7 +434,7 @@ def check_refusal(
         shown = f"{value!r} (real path {world.format(item.real)!r})"
     error = (package.result["device_type"], package.result["field"], package.result["value"])
     assert error == (DEVICE, field, value)
-    assert package.result["provider"] == PROVIDER
+    assert package.result["description"] == PROVIDER
     head = f"C++ options for device {DEVICE!r} from {PROVIDER}: {field}[{position}] = {shown} "
     assert message.startswith(head), message
     reason = message[len(head) :]

@@ -171,8 +171,10 @@ def test_an_injected_argument_is_refused_before_g_plus_plus(
         build(payload.root)
     error = caught.value
     assert (error.device_type, error.field, error.value) == (DEVICE, field, value)
-    assert error.provider is not None and "provider_adding.<locals>.provider" in error.provider
-    assert f"C++ options for device {DEVICE!r} from {error.provider}: {field}[" in str(error)
+    assert (
+        error.description is not None and "provider_adding.<locals>.provider" in error.description
+    )
+    assert f"C++ options for device {DEVICE!r} from {error.description}: {field}[" in str(error)
     assert reason in str(error)
     assert not (payload.root / "out" / "kernel.so").exists()
 

@@ -151,8 +151,10 @@ def test_a_runpath_from_the_environment_with_a_comma_is_refused_before_g_plus_pl
     value = RUNPATH_WORDS[field].format(home=real)
     assert (error.device_type, error.field, error.value) == (DEVICE, field, value)
     message = str(error)
-    assert message.startswith(f"C++ options for device {DEVICE!r} from {error.provider}: {field}[")
-    assert error.provider is not None and "adding.<locals>.provider" in error.provider
+    assert message.startswith(
+        f"C++ options for device {DEVICE!r} from {error.description}: {field}["
+    )
+    assert error.description is not None and "adding.<locals>.provider" in error.description
     assert f"= {value!r} reaches g++ as '-{value.removeprefix('-')}'" in message
     pieces = ["-rpath", *f"{real}/lib".split(",")]
     assert f"so ld receives {pieces!r}" in message
@@ -384,10 +386,10 @@ def test_the_word_after_xlinker_is_the_options_own(
 
     lists = tuple(values.get(field, []) for field in FIELDS)
     if refused is None:
-        finish(lists, device_type=DEVICE, provider="p")
+        finish(lists, device_type=DEVICE, description="p")
         return
     with pytest.raises(ido.InvalidCppDeviceOptionsError) as caught:
-        finish(lists, device_type=DEVICE, provider="p")
+        finish(lists, device_type=DEVICE, description="p")
     assert caught.value.field == refused
     assert "which hands the argument after it to" in str(caught.value)
     assert f"and it is the last of {refused}" in str(caught.value)

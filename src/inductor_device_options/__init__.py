@@ -36,7 +36,6 @@ from ._errors import (
     SdkMismatchError,
 )
 from ._hook.install import arm
-from ._hook.lookups import default_cpp_device_options, get_cpp_device_options
 from ._lookup.device_types import RESERVED_DEVICE_TYPES
 from ._lookup.registry import (
     ENTRY_POINT_GROUP,
@@ -49,6 +48,7 @@ from ._options.model import CppDeviceOptions
 from ._options.runpath import runpath
 
 if TYPE_CHECKING:
+    from ._hook.lookups import default_cpp_device_options, get_cpp_device_options
     from ._options.pipeline import check_value
 
 __version__ = "0.1.0"
@@ -79,15 +79,27 @@ __all__ = [
 ]
 
 
+#: The face's names loaded on first use, not in every process that imports torch: the
+#: module each is defined in.
+_LOADED_ON_FIRST_USE = {
+    "check_value": "_options.pipeline",  # the validation pipeline: for a provider that asks
+    "default_cpp_device_options": "_hook.lookups",  # for providers and their users
+    "get_cpp_device_options": "_hook.lookups",
+}
+
+
 def __getattr__(name: str) -> object:
-    """``ido.introspection``, ``ido.testing`` and ``ido.check_value`` load on first use,
-    not in every process that imports torch."""
+    """``ido.introspection``, ``ido.testing`` and the names of ``_LOADED_ON_FIRST_USE`` load
+    on first use."""
     import importlib
 
     if name in ("introspection", "testing"):
         return importlib.import_module(f"{__name__}.{name}")
-    if name == "check_value":  # the validation pipeline: loaded by a provider that asks
-        return importlib.import_module(f"{__name__}._options.pipeline").check_value
+    if name in _LOADED_ON_FIRST_USE:
+        value = getattr(importlib.import_module(f"{__name__}.{_LOADED_ON_FIRST_USE[name]}"), name)
+        value.__module__ = __name__
+        globals()[name] = value  # later uses find it without this function
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

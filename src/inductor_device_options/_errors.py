@@ -8,7 +8,9 @@ built-in exception it stands for (``ValueError``, ``TypeError``, ``ImportError``
 
 from __future__ import annotations
 
-PROVIDER_ATTRIBUTE = "_inductor_device_options_provider"
+import warnings
+
+RAISED_BY_ATTRIBUTE = "_inductor_device_options_raised_by"
 
 
 def add_note(error: BaseException, note: str) -> None:
@@ -20,8 +22,8 @@ def add_note(error: BaseException, note: str) -> None:
 def raised_by_provider(error: BaseException) -> str | None:
     """The provider whose call raised ``error`` (its description), or None when the error
     is not a provider's: the package's own, or raised outside a provider call."""
-    provider = getattr(error, PROVIDER_ATTRIBUTE, None)
-    return provider if isinstance(provider, str) else None
+    description = getattr(error, RAISED_BY_ATTRIBUTE, None)
+    return description if isinstance(description, str) else None
 
 
 class CppDeviceOptionsError(Exception):
@@ -31,15 +33,17 @@ class CppDeviceOptionsError(Exception):
         message: What is wrong and what to do, for people.
         device_type: The device the error is about (``None`` when it is not known, e.g. a
             device type that is not a ``str``).
-        provider: The callback, entry point or interface that computed (or failed to
-            compute) the device's options, as a person can find it in the code
-            (``"my_backend.cpp_device_options"``).
+        description: The description of the provider (callback, entry point or interface)
+            that computed, or failed to compute, the device's options: how a person finds
+            it in the code (``"my_backend.cpp_device_options"``).
         fix: What to do about it, when there is one thing to do; ``str(error)`` ends with
             it after ``"Fix: "``.
+        provider: Deprecated: 0.1.0's name for ``description`` (it holds the provider's
+            description, not the provider); warns.
 
     Attributes:
         device_type: As given.
-        provider: As given.
+        description: As given.
         fix: As given, or None.
 
     Example:
@@ -47,7 +51,7 @@ class CppDeviceOptionsError(Exception):
         >>> try:
         ...     ido.register_cpp_device_options("cuda", print)
         ... except ido.CppDeviceOptionsError as error:
-        ...     print(error.device_type, error.provider)
+        ...     print(error.device_type, error.description)
         cuda builtins.print
     """
 
@@ -56,13 +60,36 @@ class CppDeviceOptionsError(Exception):
         message: str,
         *,
         device_type: str | None = None,
-        provider: str | None = None,
+        description: str | None = None,
         fix: str | None = None,
+        provider: str | None = None,
     ):
         super().__init__(message if fix is None else f"{message}\nFix: {fix}")
+        if provider is not None:
+            if description is not None:
+                raise TypeError("give description=, not also its deprecated name provider=")
+            # Point at the code that made the error, past a subclass's own __init__.
+            own_init = type(self).__init__ is CppDeviceOptionsError.__init__
+            _warn_provider_deprecated(stacklevel=3 if own_init else 4)
+            description = provider
         self.device_type = device_type
-        self.provider = provider
+        self.description = description
         self.fix = fix
+
+    @property
+    def provider(self) -> str | None:
+        """Deprecated: 0.1.0's name for :attr:`description`; warns."""
+        _warn_provider_deprecated(stacklevel=3)
+        return self.description
+
+
+def _warn_provider_deprecated(stacklevel: int) -> None:
+    warnings.warn(
+        "inductor-device-options: an error's provider is deprecated: it holds the "
+        "provider's description, which is its description",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
 
 
 class InvalidDeviceTypeError(CppDeviceOptionsError, ValueError):
@@ -121,10 +148,11 @@ class InvalidCppDeviceOptionsError(CppDeviceOptionsError, ValueError):
     Args:
         message: What is wrong and what to do.
         device_type: The device whose options were refused.
-        provider: The provider that returned them.
+        description: The description of the provider that returned them.
         field: One of the seven list names (``"include_dirs"``...), or ``None`` when the
             whole result is malformed (not 7 lists).
         value: The offending object: the value, the list, or the whole result.
+        provider: Deprecated, as :class:`CppDeviceOptionsError`'s.
 
     Attributes:
         field: As given.
@@ -147,11 +175,14 @@ class InvalidCppDeviceOptionsError(CppDeviceOptionsError, ValueError):
         message: str,
         *,
         device_type: str,
-        provider: str,
+        description: str | None = None,
         field: str | None = None,
         value: object = None,
+        provider: str | None = None,
     ):
-        super().__init__(message, device_type=device_type, provider=provider)
+        super().__init__(
+            message, device_type=device_type, description=description, provider=provider
+        )
         self.field = field
         self.value = value
 

@@ -152,7 +152,9 @@ def backend_init_noted(command: str) -> BackendInit | None:
 
 def fail(run: DeviceRun, command: str, error: BaseException, exit_code: int) -> int:
     """The command stops on ``error``: the document says why, or stderr does."""
-    provider = getattr(error, "provider", None) or raised_by_provider(error)
+    description = (
+        error.description if isinstance(error, CppDeviceOptionsError) else None
+    ) or raised_by_provider(error)
     if run.args.json:
         document = run.document
         if "exit_code" in document:
@@ -160,7 +162,7 @@ def fail(run: DeviceRun, command: str, error: BaseException, exit_code: int) -> 
         document["error"] = {
             "type": type(error).__name__,
             "message": str(error),
-            "provider": provider,
+            "provider": description,  # the schema's v1 name for it
         }
         run.output.print_json(command, **document)
     else:

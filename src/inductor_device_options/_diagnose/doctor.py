@@ -101,8 +101,8 @@ def provider_load_failed(error: ProviderLoadError, names: Sequence[str]) -> list
     failed = check(
         "provider",
         "fail",
-        f"{error.provider} could not be loaded: {reason}",
-        Problem(cause, fix or f"fix {error.provider}"),
+        f"{error.description} could not be loaded: {reason}",
+        Problem(cause, fix or f"fix {error.description}"),
     )
     skipped = "skipped: the provider could not be loaded"
     return [failed, *(check(name, "skip", skipped) for name in names)]

@@ -67,14 +67,14 @@ def load_provider(spec: ProviderSpec, device_type: str) -> _registry.CppDeviceOp
                 f"cannot load {what}: getting {spec.attribute!r} of module {spec.module!r} "
                 f"({where}) raised {error_line(error)}{_located(error)}",
                 device_type=device_type,
-                provider=str(spec),
+                description=str(spec),
                 fix="name a callable that module defines",
             ) from error
     if not callable(target):
         raise ProviderLoadError(
             f"cannot load {what}: {spec} is a {type(target).__name__}, not a callable",
             device_type=device_type,
-            provider=str(spec),
+            description=str(spec),
             fix="name the provider function, (device_type, aot_mode, compile_only) -> options",
         )
     return target
@@ -96,7 +96,7 @@ def _import_failed(
         f"cannot load {what}: importing module {spec.module!r} raised "
         f"{error_line(error)}{_located(error)}",
         device_type=device_type,
-        provider=str(spec),
+        description=str(spec),
         fix=fix,
     )
 

@@ -72,10 +72,10 @@ def refusal(name: str) -> Refusal | None:
     return None if unaskable is None else Refusal(False, unaskable)
 
 
-def refuse(name: str, refused: Refusal, message: str, provider: str | None = None) -> None:
+def refuse(name: str, refused: Refusal, message: str, description: str | None = None) -> None:
     """Raise the error class of ``refused`` (reserved: :class:`ReservedDeviceTypeError`)."""
     error = ReservedDeviceTypeError if refused.reserved else InvalidDeviceTypeError
-    raise error(message, device_type=name, provider=provider)
+    raise error(message, device_type=name, description=description)
 
 
 def cpu_labelled_builds_fix(name: str) -> str:

@@ -204,14 +204,14 @@ def load_declared(device_type: str) -> DeviceOptionsSource | None:
             f"cannot load the C++ options provider for device {device_type!r} from "
             f"{description}: {type(error).__name__}: {error}",
             device_type=device_type,
-            provider=description,
+            description=description,
         ) from error
     if not callable(callback):
         raise InvalidProviderError(
             f"the C++ options provider for device {device_type!r} from {description} "
             f"is a {type(callback).__name__}, not a callable",
             device_type=device_type,
-            provider=description,
+            description=description,
         )
     with _state.lock:
         # A registration made meanwhile (by that import, say) comes first, as always.

@@ -48,6 +48,6 @@ def own_identity_of(provider: object, device_type: str, description: str) -> str
         f"the C++ options provider {description} for device {device_type!r}: its "
         f"{IDENTITY_ATTRIBUTE} gave a {type(identity).__name__} ({identity!r}), not a str or None",
         device_type=device_type,
-        provider=description,
+        description=description,
         fix=f"make {IDENTITY_ATTRIBUTE}(device_type) return the SDK's identity as a str, or None",
     )

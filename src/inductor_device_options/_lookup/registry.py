@@ -174,7 +174,7 @@ def _checked_registration(
     name = normalize_device_type(device_type)
     refused = refusal(name)
     if refused is not None:
-        provider = describe_callable(callback)
+        description = describe_callable(callback)
         if refused.reserved:
             why = (
                 f"torch computes the options of {', '.join(sorted(RESERVED_DEVICE_TYPES))} "
@@ -186,8 +186,8 @@ def _checked_registration(
         refuse(
             name,
             refused,
-            f"cannot register C++ device options for {name!r} (callback {provider}): {why}",
-            provider,
+            f"cannot register C++ device options for {name!r} (callback {description}): {why}",
+            description,
         )
     if not callable(callback):
         raise InvalidProviderError(
@@ -195,7 +195,7 @@ def _checked_registration(
             f"callback(device_type, aot_mode, compile_only), got {type(callback).__name__} "
             f"{callback!r}",
             device_type=name,
-            provider=repr(callback),
+            description=repr(callback),
         )
     return DeviceOptionsSource(
         name, "registration", describe_callable(callback), True, provider=callback

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _state
 from .._errors import (
-    PROVIDER_ATTRIBUTE,
+    RAISED_BY_ATTRIBUTE,
     CppDeviceOptionsError,
     ProviderRecursionError,
     add_note,
@@ -231,7 +231,7 @@ def _recursion_error(device_type: str, description: str) -> ProviderRecursionErr
         "without end. To extend torch's options for the device, call "
         "default_cpp_device_options(device_type, aot_mode, compile_only): it calls no provider",
         device_type=device_type,
-        provider=description,
+        description=description,
     )
 
 
@@ -247,7 +247,7 @@ def _own_identity(source: DeviceOptionsSource, device_type: str) -> str | None:
             f"raised by the sdk_identity of the C++ options provider {source.description} "
             f"for device {device_type!r}",
         )
-        setattr(error, PROVIDER_ATTRIBUTE, source.description)
+        setattr(error, RAISED_BY_ATTRIBUTE, source.description)
         raise
 
 
@@ -268,5 +268,5 @@ def _call_provider(
             error,
             f"raised by the C++ options provider {source.description} for device {device_type!r}",
         )
-        setattr(error, PROVIDER_ATTRIBUTE, source.description)
+        setattr(error, RAISED_BY_ATTRIBUTE, source.description)
         raise

@@ -89,7 +89,7 @@ def _escaped(served: Served, field: str, value: str) -> str:
                 f"{served.description}) cannot be written into the C++ project AOTInductor "
                 f"writes (aot_inductor.package_cpp_only): it holds {text!r}, and {why}",
                 device_type=served.device_type,
-                provider=served.description,
+                description=served.description,
                 field=field,
                 value=value,
             )

@@ -47,7 +47,7 @@ _finished_options: _state.BoundedCache[tuple[object, ...], CppDeviceOptions] = _
 
 
 def finished(
-    raw: object, device_type: str, provider: str, own_identity: str | None = None
+    raw: object, device_type: str, description: str, own_identity: str | None = None
 ) -> CppDeviceOptions:
     """:func:`finish` with the running ``custom_op_libs``, cached (shared: copy it)."""
     custom_op_libs = _custom_op_libs()
@@ -60,7 +60,7 @@ def finished(
     options = finish(
         raw,
         device_type=device_type,
-        provider=provider,
+        description=description,
         custom_op_libs=custom_op_libs,
         own_identity=own_identity,
     )
@@ -92,7 +92,7 @@ def finish(
     raw: object,
     *,
     device_type: str,
-    provider: str,
+    description: str,
     custom_op_libs: Sequence[object] = (),
     own_identity: str | None = None,
 ) -> CppDeviceOptions:
@@ -101,17 +101,19 @@ def finish(
 
     Raises ``InvalidCppDeviceOptionsError`` at the first step that refuses a value.
     """
-    provided = snapshot(raw, device_type=device_type, provider=provider)
-    provided = _with_custom_op_libs(provided, custom_op_libs, device_type, provider)
-    _raise_first(rule_problems(provided), provided, provided, device_type, provider, custom_op_libs)
+    provided = snapshot(raw, device_type=device_type, description=description)
+    provided = _with_custom_op_libs(provided, custom_op_libs, device_type, description)
+    _raise_first(
+        rule_problems(provided), provided, provided, device_type, description, custom_op_libs
+    )
     final = fresh_options(provided, own_identity)
     problems = rule_problems(final, checked=provided) or delivery_problems(final)
-    _raise_first(problems, provided, final, device_type, provider, custom_op_libs)
+    _raise_first(problems, provided, final, device_type, description, custom_op_libs)
     return final
 
 
 def _with_custom_op_libs(
-    provided: CppDeviceOptions, custom_op_libs: Sequence[object], device_type: str, provider: str
+    provided: CppDeviceOptions, custom_op_libs: Sequence[object], device_type: str, description: str
 ) -> CppDeviceOptions:
     libraries = list(provided.libraries)
     for index, library in enumerate(custom_op_libs):
@@ -120,7 +122,7 @@ def _with_custom_op_libs(
                 f"C++ options for device {device_type!r}: {_CUSTOM_OP_LIBS}[{index}] is a "
                 f"{type(library).__name__} ({library!r}), not a str",
                 device_type=device_type,
-                provider=provider,
+                description=description,
                 field="libraries",
                 value=library,
             )
@@ -182,7 +184,7 @@ def _raise_first(
     provided: CppDeviceOptions,
     final: CppDeviceOptions,
     device_type: str,
-    provider: str,
+    description: str,
     custom_op_libs: Sequence[object],
 ) -> None:
     if not problems:
@@ -191,7 +193,7 @@ def _raise_first(
     assert problem.place is not None, "every step of the pipeline finds problems of values"
     shown, value = where_from(problem.place, provided, final, custom_op_libs)
     raise invalid_options_error(
-        problem, device_type=device_type, provider=provider, shown=shown, value=value
+        problem, device_type=device_type, description=description, shown=shown, value=value
     )
 
 

@@ -36,7 +36,7 @@ _DIRECTORY_FIELDS = ("include_dirs", "libraries_dirs")
 _EXPECTED = f"CppDeviceOptions, or a tuple or list of 7 lists of str ({', '.join(FIELDS)})"
 
 
-def snapshot(result: object, *, device_type: str, provider: str) -> CppDeviceOptions:
+def snapshot(result: object, *, device_type: str, description: str) -> CppDeviceOptions:
     """What a provider returned, as ``CppDeviceOptions`` of plain lists of plain ``str``.
 
     Each sequence is read exactly once, and each value copied to a plain ``str``: what is
@@ -46,10 +46,10 @@ def snapshot(result: object, *, device_type: str, provider: str) -> CppDeviceOpt
 
     def malformed(detail: str, field: str | None = None, value: object = result) -> Exception:
         return InvalidCppDeviceOptionsError(
-            f"C++ options for device {device_type!r} from {provider}: {detail}; expected "
+            f"C++ options for device {device_type!r} from {description}: {detail}; expected "
             f"{_EXPECTED}",
             device_type=device_type,
-            provider=provider,
+            description=description,
             field=field,
             value=value,
         )
@@ -83,7 +83,7 @@ def invalid_options_error(
     problem: Problem,
     *,
     device_type: str,
-    provider: str,
+    description: str,
     shown: str,
     value: str,
 ) -> InvalidCppDeviceOptionsError:
@@ -91,9 +91,9 @@ def invalid_options_error(
     ``repr`` in the message (to say where it came from), and ``value`` is the value the
     error carries (the one the provider wrote)."""
     return InvalidCppDeviceOptionsError(
-        f"C++ options for device {device_type!r} from {provider}: {problem.stated(shown)}",
+        f"C++ options for device {device_type!r} from {description}: {problem.stated(shown)}",
         device_type=device_type,
-        provider=provider,
+        description=description,
         field=None if problem.place is None else problem.place.field,
         value=value,
     )

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from .. import CppDeviceOptionsError
 
 #: How errors and ``doctor`` name this provider.
-PROVIDER = "inductor_device_options.ascend.cpp_device_options"
+DESCRIPTION = "inductor_device_options.ascend.cpp_device_options"
 
 SET_ENV_HINT = (
     "source CANN's environment script, e.g. `source /usr/local/Ascend/cann/set_env.sh` "
@@ -84,7 +84,7 @@ class CannNotFoundError(AscendOptionsError):
         message = _not_found_message(
             "the Ascend CANN toolkit needed to compile Inductor kernels", self.tried
         )
-        super().__init__(message, device_type="npu", provider=PROVIDER, fix=f"{fix}.")
+        super().__init__(message, device_type="npu", description=DESCRIPTION, fix=f"{fix}.")
 
 
 class TorchNpuNotFoundError(AscendOptionsError):
@@ -114,7 +114,7 @@ class TorchNpuNotFoundError(AscendOptionsError):
         message = _not_found_message(
             "torch_npu, which Inductor needs to compile kernels", self.tried
         )
-        super().__init__(message, device_type="npu", provider=PROVIDER, fix=fix)
+        super().__init__(message, device_type="npu", description=DESCRIPTION, fix=fix)
 
 
 class CannPathError(AscendOptionsError):
@@ -154,4 +154,4 @@ class CannPathError(AscendOptionsError):
             "PYTORCH_NPU_INSTALL_PATH for torch_npu) at it. A symlink with a plain name does "
             "not help: Inductor compiles with real paths."
         )
-        super().__init__(message, device_type="npu", provider=PROVIDER, fix=fix)
+        super().__init__(message, device_type="npu", description=DESCRIPTION, fix=fix)
