@@ -26,11 +26,11 @@ Json = dict[str, Any]
 
 def child_main(argv: Sequence[str]) -> int:
     """In the fresh Python (torch imported): compile, record, write the result file."""
-    device, mode, provider, result_path, work, model = argv
+    device, mode, provider_spec, result_path, work, model = argv
     result: Json = {"questions": [], "commands": [], "steps": [], "options": []}
     result.update(codegen=None, recording=None, legacy_door=None)
     try:
-        _child(device, mode == "aot", provider or None, Path(work), result, model or None)
+        _child(device, mode == "aot", provider_spec or None, Path(work), result, model or None)
     finally:
         Path(result_path).write_text(json.dumps(result))
     return 0
@@ -56,9 +56,14 @@ def _step(result: Json, name: str, run: Callable[[], object]) -> bool:
 
 
 def _child(
-    device: str, aot_mode: bool, provider: str | None, work: Path, result: Json, model: str | None
+    device: str,
+    aot_mode: bool,
+    provider_spec: str | None,
+    work: Path,
+    result: Json,
+    model: str | None,
 ) -> None:
-    if not _step(result, "setup", lambda: _setup(device, provider)):
+    if not _step(result, "setup", lambda: _setup(device, provider_spec)):
         return
     _record_options(device, aot_mode, result)
     _install_recorder(device, aot_mode, result)
@@ -91,7 +96,7 @@ def _legacy_door(device: str, aot_mode: bool, result: Json) -> Json | None:
     return None
 
 
-def _setup(device: str, provider: str | None) -> None:
+def _setup(device: str, provider_spec: str | None) -> None:
     """The ``--provider`` registered; Inductor's caches off, so that each compile really
     generates code (and asks the builders)."""
     # Imported by name: torch 2.6's Inductor config does not import functorch's, and nothing
@@ -102,8 +107,8 @@ def _setup(device: str, provider: str | None) -> None:
     from .._lookup import registry as _registry
     from .provider_loading import load_provider, parse_provider_spec
 
-    if provider is not None:
-        callback = load_provider(parse_provider_spec(provider), device)
+    if provider_spec is not None:
+        callback = load_provider(parse_provider_spec(provider_spec), device)
         _registry.register_cpp_device_options(device, callback)
     inductor_config.fx_graph_cache = False
     inductor_config.fx_graph_remote_cache = False

@@ -51,7 +51,7 @@ def compile_checks(
     device: str,
     aot_mode: bool,
     source: DeviceOptionsSource,
-    provider: str | None,
+    provider_spec: str | None,
     work: Path,
     static: Sequence[Check],
     progress: Callable[[str], Callable[[], None]] | None = None,
@@ -65,7 +65,7 @@ def compile_checks(
     message = f"compiling {GRAPH} on {device} ({mode}) in a fresh python ..."
     done = progress(message) if progress else None
     try:
-        result, failure = _run_child(device, aot_mode, provider, work, timeout, model)
+        result, failure = _run_child(device, aot_mode, provider_spec, work, timeout, model)
     finally:
         if done is not None:
             done()
@@ -73,7 +73,12 @@ def compile_checks(
 
 
 def _run_child(
-    device: str, aot_mode: bool, provider: str | None, work: Path, timeout: float, model: str | None
+    device: str,
+    aot_mode: bool,
+    provider_spec: str | None,
+    work: Path,
+    timeout: float,
+    model: str | None,
 ) -> tuple[Json | None, tuple[str, list[str]] | None]:
     """The child's result, or None and why there is none (with its last output lines)."""
     result_path, log_path = work / "compile-result.json", work / "compile-output.log"
@@ -81,7 +86,7 @@ def _run_child(
     env = {**os.environ, "TORCHINDUCTOR_COMPILE_THREADS": "1"}
     env.pop("TORCHINDUCTOR_FX_COMPILE_MODE", None)
     argv = [sys.executable, "-c", _BOOT, device, "aot" if aot_mode else "jit"]
-    argv += [provider or "", str(result_path), str(work), model or ""]
+    argv += [provider_spec or "", str(result_path), str(work), model or ""]
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             argv,
