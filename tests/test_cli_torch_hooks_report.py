@@ -28,6 +28,7 @@ import inductor_device_options as ido
 from inductor_device_options import _cli as cli
 from inductor_device_options._diagnose.checks import Check, Context
 from inductor_device_options._diagnose.torch_hook_checks import check_torch_hooks
+from inductor_device_options._hook.sources import found_source
 from inductor_device_options._hook.torch_hooks import (
     device_include_path_names,
     uses_gpu_cpp_wrapper_instead,
@@ -55,8 +56,7 @@ def hooks_json() -> list[dict[str, str]]:
 def torch_hooks_check(tmp_path: Path) -> Check:
     """doctor's ``torch_hooks`` check of DEVICE, served by a registration."""
     ido.register_cpp_device_options(DEVICE, ido.default_cpp_device_options)
-    source = ido.introspection.device_options_source(DEVICE)
-    return check_torch_hooks(Context(DEVICE, False, source, tmp_path))
+    return check_torch_hooks(Context(DEVICE, False, *found_source(DEVICE), tmp_path))
 
 
 # --- list, show and doctor name the hooks ----------------------------------------------------

@@ -27,7 +27,7 @@ from inductor_device_options._diagnose.cmake_checks import (
     installed_cmakes,
 )
 from inductor_device_options._diagnose.options_checks import check_options
-from inductor_device_options.introspection import device_options_source
+from inductor_device_options._hook.sources import found_source
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 # torch's CMake package configures here only for a CPU wheel (see the module's doc).
@@ -42,7 +42,7 @@ def sdk(tmp_path_factory: pytest.TempPathFactory) -> Sdk:
 
 def cmake_check(work: Path, cmakes: list[Cmake] | None = None) -> Check:
     """The check for "acme", served as the test registered it, as doctor --aot runs it."""
-    context = Context("acme", True, device_options_source("acme"), work)
+    context = Context("acme", True, *found_source("acme"), work)
     assert check_options(context).status == "pass"
     return check_cmake_project(context, None, cmakes)
 

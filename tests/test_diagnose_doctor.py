@@ -15,9 +15,10 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 import released_torch_npu
@@ -48,6 +49,8 @@ from inductor_device_options._diagnose.checks import Check
 from inductor_device_options._diagnose.doctor import run_doctor
 from inductor_device_options._diagnose.overrides_checks import kernels_declared
 from inductor_device_options._diagnose.provider_loading import parse_provider_spec
+from inductor_device_options._hook.sources import found_source
+from inductor_device_options._lookup import resolve
 from inductor_device_options._lookup.registry import describe_callable
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
@@ -186,7 +189,7 @@ def doctor(device: str, callback: object, work: Path, aot_mode: bool = False) ->
     """doctor's checks for ``device`` served by ``callback`` (a registration), in-process."""
     work.mkdir(parents=True, exist_ok=True)
     with ido.testing.registered_cpp_device_options(device, callback):  # type: ignore[arg-type]
-        checks = run_doctor(device, aot_mode, ido.introspection.device_options_source(device), work)
+        checks = run_doctor(device, aot_mode, *found_source(device), work)
     assert [check.name for check in checks] == CHECK_NAMES + (list(AOT_CHECKS) if aot_mode else [])
     for check in checks:
         assert bool(check.problems) == (check.status in ("fail", "warn")), check
@@ -342,6 +345,51 @@ def test_a_report_names_the_provider_once_and_many_missing_headers_under_one_fix
     [own] = [line for line in block if "'s own: " in line]  # g++'s dirs, one line
     assert own.count(", /") >= 1
     assert len(lines) <= 40, report
+
+
+#: Where doctor's own code is: a source it finds there (not through a lookup it makes) is
+#: found for the report and the checks.
+DOCTOR_CODE = tuple(
+    f"inductor_device_options.{room}" for room in ("_cli", "_diagnose", "introspection")
+)
+#: What stands between doctor's code and the lookup order (``find_source``) when it finds a
+#: source: serve.loaded_source was one, before doctor found each source once.
+FINDING = ("source_of", "loaded_source", "found_source")
+
+
+@pytest.mark.parametrize("args", [["acme"], ["--all"]], ids=["device", "all"])
+def test_doctor_finds_each_device_s_source_once_for_its_report_and_its_checks(
+    sdk: Sdk,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+) -> None:
+    """The record shown and the provider the checks call come from one finding per device
+    (three before: the report's, the unknown-device test's or --all's list, and the
+    provider's). The lookups doctor makes through Inductor's function find it as Inductor
+    does: they are not counted."""
+    found: list[str] = []
+    find_source = resolve.find_source
+
+    def counting(device_type: str, *arguments: Any, **keywords: Any) -> object:
+        frame = sys._getframe(1)
+        while frame.f_back is not None and frame.f_code.co_name in FINDING:
+            frame = frame.f_back
+        if str(frame.f_globals.get("__name__")).startswith(DOCTOR_CODE):
+            found.append(device_type)
+        return find_source(device_type, *arguments, **keywords)
+
+    monkeypatch.setattr(resolve, "find_source", counting)
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(sdk.lib))
+    with ido.testing.registered_cpp_device_options("acme", provider(sdk)):
+        exit_code = cli.main(["doctor", *args, "--json"])
+    document = json.loads(capsys.readouterr().out)
+    results = document["devices"] if args == ["--all"] else [document]
+    checked = {result["device_type"]: result for result in results}
+    acme = {check["name"]: check["status"] for check in checked["acme"]["checks"]}
+    assert exit_code == 0 and acme["options"] == acme["probe_load"] == "pass", document
+    assert checked["acme"]["source"]["source"] == "registration"
+    assert Counter(found) == dict.fromkeys(checked, 1)
 
 
 def test_many_missing_dirs_and_libraries_are_one_cause_each_with_one_fix(
@@ -986,10 +1034,12 @@ def test_through_torch_s_door_what_the_callback_raises_is_the_provider_s(
 
     cpp_builder.register_cpp_device_options("acmetorch", raising)  # type: ignore[attr-defined]
     try:
-        source = ido.introspection.device_options_source("acmetorch")
+        source, served = found_source("acmetorch")
         assert (source.kind, source.guaranteed) == ("cpp_builder registration", False)
         [check] = [
-            c for c in run_doctor("acmetorch", False, source, tmp_path) if c.name == "options"
+            c
+            for c in run_doctor("acmetorch", False, source, served, tmp_path)
+            if c.name == "options"
         ]
     finally:
         del cpp_builder._cpp_device_options_registry["acmetorch"]  # type: ignore[attr-defined]
@@ -1068,9 +1118,12 @@ def test_npu_with_the_released_torch_npu_headers_and_a_synthetic_cann(
     monkeypatch.setenv("ASCEND_HOME_PATH", str(cann))
     monkeypatch.setenv("PYTORCH_NPU_INSTALL_PATH", str(torch_npu_package))
     ascend.clear_cache()
-    source = ido.introspection.device_options_source("npu")
+    source, served = found_source("npu")
     assert source.kind == "entry point"
-    checks = {check.name: check for check in run_doctor("npu", aot_mode, source, tmp_path / "work")}
+    checks = {
+        check.name: check
+        for check in run_doctor("npu", aot_mode, source, served, tmp_path / "work")
+    }
     ascend.clear_cache()
     kind = "aoti_include" if aot_mode else "cpp_wrapper"
     torch_include = Path(torch.utils.cpp_extension.include_paths()[0])

@@ -11,27 +11,17 @@ codegen)::
 
 from __future__ import annotations
 
-import sys
-from dataclasses import replace
 from typing import Literal, NamedTuple
 
-from . import _state
+from ._hook import sources as _sources
 from ._hook.chain import AdoptedFunction
-from ._hook.serve import (
-    current_installation,
-    interface_answering,
-    native_dispatcher,
-    source_of,
-    torch_registry,
-)
+from ._hook.serve import current_installation
 from ._hook.torch_hooks import TorchHook
 from ._hook.torch_hooks import torch_hooks as _torch_hooks
 from ._lookup import registry as _registry
-from ._lookup.device_types import RESERVED_DEVICE_TYPES, normalize_device_type
-from ._lookup.entry_points import declared_entry_points
-from ._lookup.interfaces import interface_description
+from ._lookup.device_types import normalize_device_type
 from ._lookup.registry import DeviceOptionsSource
-from ._torch_names import CPP_BUILDER, FUNCTION, REGISTER
+from ._torch_names import FUNCTION, REGISTER
 
 __all__ = [
     "DeviceOptionsSource",
@@ -63,17 +53,7 @@ def registered_device_types() -> list[str]:
         >>> [name for name in registered if name in ("acme", "other")]
         ['acme', 'other']
     """
-    with _state.lock:
-        names = set(_state.registered)
-    module = sys.modules.get(CPP_BUILDER)
-    registry = torch_registry(module) if module is not None else None
-    if registry is not None:
-        names.update(
-            name
-            for name, callback in registry.items()
-            if isinstance(name, str) and callback is not native_dispatcher
-        )
-    return sorted(names)
+    return _sources.registered_device_types()
 
 
 class HookState(NamedTuple):
@@ -149,45 +129,7 @@ def device_options_source(device_type: str) -> DeviceOptionsSource:
             description='torch._inductor.cpp_builder.get_cpp_torch_device_options',
             guaranteed=False, fallback=False)
     """
-    name = normalize_device_type(device_type)
-    source = source_of(name)
-    if source is not None:  # the record the package serves from, without the provider
-        description = source.description
-        if source.fallback:
-            description += (
-                "; bundled: it gives way to a registration, another distribution's entry point "
-                "or the device's DeviceInterface"
-            )
-        return replace(source, description=description, provider=None)
-    interface = interface_answering(name)
-    installation = current_installation()
-    adopted = installation.chain.adopted() if installation is not None else ()
-    # The interface is asked at the bottom, inside (or around) stock torch's function: a
-    # replacement adopted above it answers instead, as it would on torch 2.15.
-    replacements = [function for function in adopted if function.behaviour == "replacement"]
-    if interface is not None and not replacements:
-        description = interface_description(interface)
-        undecided = [
-            f"{function.description} ({function.behaviour})"
-            for function in adopted
-            if function.behaviour in ("not called yet", "wraps for some devices")
-        ]
-        if undecided:
-            description += "; asked only where " + ", ".join(undecided) + " calls through"
-        return DeviceOptionsSource(name, "device interface", description)
-    if installation is None:
-        return DeviceOptionsSource(name, "torch", "stock torch")
-    descriptions = [
-        *(function.description for function in reversed(adopted)),
-        _registry.describe_callable(installation.function_below),
-    ]
-    description = " over ".join(descriptions)
-    if interface is not None:
-        description += (
-            f"; {replacements[-1].description} replaces it, so "
-            f"{interface_description(interface)} is never asked"
-        )
-    return DeviceOptionsSource(name, "torch", description)
+    return _sources.found_source(normalize_device_type(device_type)).shown
 
 
 def known_device_options_sources() -> list[DeviceOptionsSource]:
@@ -205,17 +147,7 @@ def known_device_options_sources() -> list[DeviceOptionsSource]:
         >>> kinds["cpu"], kinds["npu"]
         ('torch', 'entry point')
     """
-    from torch._dynamo.device_interface import get_registered_device_interfaces
-
-    names = set(RESERVED_DEVICE_TYPES)
-    names.update(registered_device_types())
-    names.update(declared_entry_points())
-    names.update(
-        name
-        for name, _ in get_registered_device_interfaces()
-        if interface_answering(name) is not None
-    )
-    return [device_options_source(name) for name in sorted(names)]
+    return [_sources.found_source(name).shown for name in _sources.known_device_types()]
 
 
 def hook_state() -> HookState:

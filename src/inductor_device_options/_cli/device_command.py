@@ -18,9 +18,10 @@ from .._diagnose.module_load import FreshPython
 from .._diagnose.probe import probe_workspace
 from .._diagnose.provider_loading import ProviderSpec, load_provider
 from .._errors import CppDeviceOptionsError, ProviderLoadError, raised_by_provider
+from .._hook.sources import found_source
 from .._lookup import entry_points as _entry_points
 from .._lookup import registry as _registry
-from ..introspection import DeviceOptionsSource, device_options_source
+from ..introspection import DeviceOptionsSource
 from .output import (
     EXIT_FAILED,
     EXIT_UNKNOWN_DEVICE,
@@ -45,8 +46,9 @@ class DeviceRun:
     args: argparse.Namespace
     output: Output
     work: Path  # the probe workspace
-    source: DeviceOptionsSource  # where the device's options come from
+    source: DeviceOptionsSource  # where the device's options come from, as shown
     document: Document  # the JSON document, filled in by the command
+    served: DeviceOptionsSource | None = None  # the package's own, found with source (doctor)
     loader: FreshPython | None = None  # doctor's fresh python, importing torch meanwhile
     load_error: ProviderLoadError | None = None  # the --provider that could not be loaded
     backend_init: BackendInit | None = None  # the device module's _inductor_backend_init, run
@@ -80,7 +82,7 @@ def device_command(
             note_invalid_declarations(name)
             backend_init = backend_init_noted(name)
             failed = failed_loads.get(args.device)
-            source = failed[0] if failed else device_options_source(args.device)
+            source, served = (failed[0], None) if failed else found_source(args.device)
             document: Document = {
                 "device_type": args.device,
                 "aot_mode": args.aot,
@@ -90,7 +92,7 @@ def device_command(
                 **placeholders,
                 "error": None,
             }
-            run = DeviceRun(args, output, work, source, document, loader)
+            run = DeviceRun(args, output, work, source, document, served, loader)
             run.load_error = failed[1] if failed else None
             run.backend_init = backend_init
             if failed is not None and name == "show":

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from .._diagnose.backend_init_run import BackendInit
 from .._diagnose.checks import Check, check_names
-from .._diagnose.devices import absent_device, all_devices
+from .._diagnose.devices import absent_device, all_devices, loaded_source
 from .._diagnose.doctor import provider_load_failed, run_doctor
 from .._diagnose.module_load import FreshPython
 from .._diagnose.probe import probe_workspace
-from ..introspection import DeviceOptionsSource
+from .._hook.sources import FoundSource
 from .device_command import (
     FailedLoads,
     backend_init_noted,
@@ -42,16 +42,18 @@ def doctor_all(args: argparse.Namespace, output: Output) -> int:
         failed_loads = register_providers(args, args.provider)
         note_invalid_declarations("doctor")
         backend_init = backend_init_noted("doctor")  # as a compile would, before the lookup
-        sources = {source.device_type: source for source in all_devices()}
-        sources.update({device: source for device, (source, _) in failed_loads.items()})
+        sources = {found.shown.device_type: found for found in all_devices()}
+        sources.update(
+            {device: FoundSource(source, None) for device, (source, _) in failed_loads.items()}
+        )
         if not args.json:
             print(header(style, "doctor --all", modes(args)) + "\n")
         width = max([len(device) for device in sources] or [0])
         results = []
-        for index, (device, source) in enumerate(sorted(sources.items())):
+        for index, (device, found) in enumerate(sorted(sources.items())):
             more = index + 1 < len(sources)
             result = _doctor_one(
-                args, device, source, work, failed_loads, loaders, more, backend_init
+                args, device, found, work, failed_loads, loaders, more, backend_init
             )
             results.append(result)
             if not args.json:
@@ -87,14 +89,17 @@ def _closing_line(style: Style, results: list[Document], failed: list[str]) -> s
 def _doctor_one(
     args: argparse.Namespace,
     device: str,
-    source: DeviceOptionsSource,
+    found: FoundSource,
     work: Path,
     failed_loads: FailedLoads,
     loaders: _Loaders,
     more: bool,
     backend_init: BackendInit | None,
 ) -> Document:
-    skipped = None if device in failed_loads else absent_device(source)
+    source = found.shown
+    # Loaded once: the provider's absent hint and the device's checks share it.
+    loaded = None if device in failed_loads else loaded_source(found.served)
+    skipped = None if device in failed_loads else absent_device(source, loaded)
     checks: list[Check] = []
     if device in failed_loads:
         names = check_names(args.aot, compile=False)  # no --compile with --all
@@ -104,7 +109,7 @@ def _doctor_one(
         device_work.mkdir()
         loader = loaders.next(more)
         checks = run_doctor(
-            device, args.aot, source, device_work, loader=loader, backend_init=backend_init
+            device, args.aot, source, loaded, device_work, loader=loader, backend_init=backend_init
         )
     statuses = {check.status for check in checks}
     status = next(

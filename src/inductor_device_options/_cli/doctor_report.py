@@ -84,6 +84,7 @@ def _checks(
         args.device,
         args.aot,
         run.source,
+        run.served,
         run.work,
         on_check=on_check,
         progress=progress,

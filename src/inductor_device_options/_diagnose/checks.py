@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Literal
 
 from .._errors import InvalidCppDeviceOptionsError
-from .._hook.serve import loaded_source
 from .._lookup.provider_attributes import hints_of
 from .._lookup.registry import CppDeviceOptionsCallback
 from .._options.model import CppDeviceOptions
@@ -25,7 +24,7 @@ from .._options.problems import Problem
 from ..introspection import DeviceOptionsSource
 from .asked import AskedDevice
 from .backend_init_run import BackendInit
-from .devices import serving_object
+from .devices import loaded_source, serving_object
 from .module_load import FreshPython
 from .probe import ProbeBuilds
 from .text import unique
@@ -126,7 +125,8 @@ class Context:
 
     device_type: str
     aot_mode: bool
-    source: DeviceOptionsSource
+    source: DeviceOptionsSource  # as shown: without its provider
+    served: DeviceOptionsSource | None  # the package's own, found once a run (None: torch's)
     work: Path
     loader: FreshPython | None = None
     backend_init: BackendInit | None = None  # the device module's _inductor_backend_init, run
@@ -139,14 +139,11 @@ class Context:
 
     @cached_property
     def provider(self) -> CppDeviceOptionsCallback | None:
-        """The provider the package calls for the device, found and loaded once for every
-        check: None where torch serves the device, or where the provider cannot be loaded
-        (the options check reports why)."""
-        try:
-            source = loaded_source(self.device_type)
-        except Exception:
-            return None
-        return source.provider if source is not None else None
+        """The provider the package calls for the device, loaded once for every check from
+        the source the run found: None where torch serves the device, or where the provider
+        cannot be loaded (the options check reports why)."""
+        loaded = loaded_source(self.served)
+        return loaded.provider if loaded is not None else None
 
     @cached_property
     def serving(self) -> object | None:

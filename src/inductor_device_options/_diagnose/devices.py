@@ -9,12 +9,13 @@ from collections.abc import Callable
 
 from .. import ENTRY_POINT_GROUP
 from .._errors import CppDeviceOptionsError
-from .._hook.serve import loaded_source
+from .._hook.serve import resolve_module
+from .._hook.sources import FoundSource, found_source, known_device_types
 from .._lookup.device_types import RESERVED_DEVICE_TYPES
 from .._lookup.interfaces import interface_defining_cpp_options
 from .._lookup.provider_attributes import hints_of
 from .._torch_names import CPP_BUILDER
-from ..introspection import DeviceOptionsSource, hook_state, known_device_options_sources
+from ..introspection import DeviceOptionsSource, hook_state
 from .provider_loading import PROG
 
 #: torch's own function, the one a device without any provider falls through to.
@@ -32,7 +33,7 @@ def unknown_device(device_type: str, source: DeviceOptionsSource) -> UnknownDevi
     (cpu, cuda, xpu, mps), and torch's own function is the one Inductor calls (a
     replacement of it may well serve the device).
     """
-    known = [known.device_type for known in known_device_options_sources()]
+    known = known_device_types()
     if device_type in known or source.kind != "torch":
         return None
     if source.description != STOCK_FUNCTION or hook_state().replaced_by is not None:
@@ -49,14 +50,25 @@ def unknown_device(device_type: str, source: DeviceOptionsSource) -> UnknownDevi
     )
 
 
-def all_devices() -> list[DeviceOptionsSource]:
+def all_devices() -> list[FoundSource]:
     """What ``doctor --all`` checks: every device this process knows a source for, but
-    torch's own (cpu, cuda, xpu, mps)."""
+    torch's own (cpu, cuda, xpu, mps), each source found once for the run."""
     return [
-        source
-        for source in known_device_options_sources()
-        if source.device_type not in RESERVED_DEVICE_TYPES
+        found_source(name) for name in known_device_types() if name not in RESERVED_DEVICE_TYPES
     ]
+
+
+def loaded_source(served: DeviceOptionsSource | None) -> DeviceOptionsSource | None:
+    """``served`` (the package's source for a device, as the run found it) with its
+    provider loaded (an entry point's module imported), or None: torch serves the device,
+    or the provider cannot be loaded (the options check reports why)."""
+    if served is None:
+        return None
+    try:
+        loaded: DeviceOptionsSource = resolve_module().loaded(served)
+    except Exception:
+        return None
+    return loaded
 
 
 def serving_object(source: DeviceOptionsSource, provider: object | None) -> object | None:
@@ -68,14 +80,14 @@ def serving_object(source: DeviceOptionsSource, provider: object | None) -> obje
     return provider
 
 
-def absent_device(source: DeviceOptionsSource) -> str | None:
+def absent_device(source: DeviceOptionsSource, loaded: DeviceOptionsSource | None) -> str | None:
     """Why ``doctor --all`` leaves out a device whose provider says it cannot be present
-    on this machine (its ``doctor_hints["absent"]``), or None: it is checked."""
+    on this machine (its ``doctor_hints["absent"]``), or None: it is checked. ``source``:
+    the record shown; ``loaded``: the package's, as :func:`loaded_source` gives it."""
     try:
-        loaded = loaded_source(source.device_type)
         provider = loaded.provider if loaded is not None else None
         absent = hints_of(serving_object(source, provider)).get("absent")
-    except Exception:  # a provider that cannot be loaded: doctor reports it
+    except Exception:  # hints that cannot be read: the checks report what fails
         return None
     if not callable(absent):
         return None

@@ -40,6 +40,7 @@ def run_doctor(
     device_type: str,
     aot_mode: bool,
     source: DeviceOptionsSource,
+    served: DeviceOptionsSource | None,
     work: Path,
     on_check: Callable[[Check], None] = lambda check: None,
     progress: Progress | None = None,
@@ -50,6 +51,9 @@ def run_doctor(
     """Run every static check in order, handing each to ``on_check`` as soon as it is done
     (``compile``: the checks of ``--compile`` follow, run by the caller).
 
+    ``source`` and ``served``: the device's source as the caller found it, once for the run
+    (``_hook/sources.py``: ``FoundSource``); the checks load the provider from ``served``.
+
     ``progress(message)`` is called before each build and returns a function that ends
     the progress display. ``loader`` is the fresh Python the probe is loaded in (started
     as early as possible: its ``import torch`` runs meanwhile; by default, now); it is
@@ -57,7 +61,7 @@ def run_doctor(
     ``_inductor_backend_init``, when the caller ran it (``run_backend_init``) before it
     looked the device up; by default, doctor runs it first, as a compile does.
     """
-    context = Context(device_type, aot_mode, source, work)
+    context = Context(device_type, aot_mode, source, served, work)
     context.backend_init = backend_init or run_backend_init()
     write_probe_source(work)
     # A step that returns None checks nothing: it starts the probes' builds early.

@@ -213,10 +213,3 @@ def interface_answering(device_type: str) -> type | None:
     from torch._dynamo.device_interface import DeviceInterface
 
     return interface if hasattr(DeviceInterface, "get_cpp_device_options") else None
-
-
-def loaded_source(device_type: str) -> DeviceOptionsSource | None:
-    """The source that serves a normalized device, its provider loaded (an entry point's
-    module imported), or None: torch serves it. For ``doctor``, which calls it directly."""
-    source = source_of(device_type)
-    return None if source is None else resolve_module().loaded(source)
