@@ -93,10 +93,17 @@ def _checks(
         backend_init=run.backend_init,
     )
     if args.compile:
-        provider = str(args.provider[0]) if args.provider else None
+        provider_spec = str(args.provider[0]) if args.provider else None
         work = run.work / "compile"
         for check in real_compile.compile_checks(
-            args.device, args.aot, run.source, provider, work, checks, progress, model=args.model
+            args.device,
+            args.aot,
+            run.source,
+            provider_spec,
+            work,
+            checks,
+            progress,
+            model=args.model,
         ):
             checks.append(check)
             on_check(check)
