@@ -85,8 +85,8 @@ class CppDeviceOptionsError(Exception):
 
 def _warn_provider_deprecated(stacklevel: int) -> None:
     warnings.warn(
-        "inductor-device-options: an error's provider is deprecated: it holds the "
-        "provider's description, which is its description",
+        "inductor-device-options: CppDeviceOptionsError's provider is deprecated: use "
+        "description, the same text (the provider's description) under its own name",
         DeprecationWarning,
         stacklevel=stacklevel,
     )
