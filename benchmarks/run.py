@@ -45,6 +45,7 @@ RESULT_KEYS = (
     "ascend_cached",
     "identity_cold",
     "identity_warm",
+    "compile_identity",
     "cache_key",
     "e2e",
     "fleet",
@@ -53,7 +54,12 @@ RESULT_KEYS = (
 sys.path.insert(0, str(HERE))
 
 from doctor_bench import measure_doctor_static  # noqa: E402
-from identity_bench import measure_cache_key, measure_fleet, measure_identity  # noqa: E402
+from identity_bench import (  # noqa: E402
+    measure_cache_key,
+    measure_fleet,
+    measure_identity,
+    measure_per_compile,
+)
 from synthetic_sdk import write_synthetic_cann  # noqa: E402
 
 
@@ -363,6 +369,9 @@ def bench_identity(settings: Settings, options: Any, size: str) -> list[Result]:
     figures = measure_identity(
         options.include_dirs, options.libraries_dirs, options.libraries, max(settings.blocks, 3)
     )
+    per_compile_ms = measure_per_compile(
+        options.include_dirs, options.libraries_dirs, options.libraries, max(settings.blocks, 3)
+    )
     megabytes = settings.headers * settings.header_bytes / 1e6
     ratio = figures.warm_ms / figures.replaced_ms
     return [
@@ -384,6 +393,15 @@ def bench_identity(settings: Settings, options: Any, size: str) -> list[Result]:
             ratio <= 1.05,
             f"{figures.warm_ms:.1f} ms against {figures.replaced_ms:.1f} ms (medians, "
             f"interleaved); {size}",
+        ),
+        Result(
+            "compile_identity",
+            "What each compile adds: the SDK identity computed again, from a warm memo",
+            per_compile_ms,
+            "ms",
+            "< 100 ms",
+            per_compile_ms < 100,
+            f"{size}; once per compile (the outermost compile_fx), which takes seconds",
         ),
     ]
 

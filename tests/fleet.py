@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -14,11 +15,33 @@ from pathlib import Path
 from typing import Any
 
 from redis_server import RedisServer
-from support import TESTS_DIR, pythonpath_with
+from support import TESTS_DIR, pythonpath_with, rewrite_keeping_size_and_mtime
 
 from inductor_device_options._demo.distributed import JOB_ENV
 from inductor_device_options.sample import SampleDevice
 from inductor_device_options.sample._sdk import SDK_DIR_ENV
+
+#: The header two SDKs of the tests differ in (the C shim's matrix product), by one line.
+SHIM = Path("include") / "sampledev" / "c_shim.h"
+A_PRODUCT = "aoti_torch_cpu_mm_out, out, self, mat2)"
+B_PRODUCT = "aoti_torch_cpu_mm_out, out, mat2, self)"  # the same size: only the order differs
+
+
+def make_sdk_b(sdk_a: Path, destination: Path) -> Path:
+    """A copy of SDK A whose C shim computes ``b @ a``: one header, of the same size."""
+    shutil.copytree(sdk_a, destination, symlinks=True)
+    shim = destination / SHIM
+    text = shim.read_text()
+    assert A_PRODUCT in text
+    shim.write_text(text.replace(A_PRODUCT, B_PRODUCT))
+    assert shim.stat().st_size == (sdk_a / SHIM).stat().st_size
+    return destination
+
+
+def edit_in_place_keeping_size_and_mtime(installed: Path, contents: Path) -> None:
+    """The SDK at ``installed`` made the one at ``contents`` in place, as an archive unpacked
+    with its recorded times would: the shim's size, modification time and inode kept."""
+    rewrite_keeping_size_and_mtime(installed / SHIM, (contents / SHIM).read_bytes())
 
 
 @dataclass

@@ -18,9 +18,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import torch
+#: ``patching``: the sample device's options come from a backend of torch_npu's shape
+#: (tests/patching_backend.py), not from the package's door. ``patching-first``: the same,
+#: applied before the package is imported (the machine runs with torch's backend autoload
+#: off), the other order of imports.
+BACKEND_ENV = "FLEET_BACKEND"
+SDK_DIR = "INDUCTOR_DEVICE_OPTIONS_SAMPLE_SDK"  # sample._sdk.SDK_DIR_ENV, read before import
 
-from inductor_device_options import sample
+if os.environ.get(BACKEND_ENV) == "patching-first":
+    import patching_backend
+
+    patching_backend.apply()
+
+import torch  # noqa: E402
+
+from inductor_device_options import sample, unregister_cpp_device_options  # noqa: E402
 
 
 class MatrixProduct(torch.nn.Module):
@@ -139,6 +151,15 @@ def sdk_identity_step() -> dict[str, Any]:
     }
 
 
+def edit_step(contents: str) -> dict[str, Any]:
+    """The SDK edited in place while this process runs, to the SDK at ``contents`` (the
+    size and modification time of every file kept)."""
+    from fleet import edit_in_place_keeping_size_and_mtime
+
+    edit_in_place_keeping_size_and_mtime(Path(os.environ[SDK_DIR]), Path(contents))
+    return {"edited": contents}
+
+
 def unlink_step(path: str) -> dict[str, Any]:
     """Remove a file of the SDK after the device is set up (an SDK half uninstalled)."""
     Path(path).unlink()
@@ -153,11 +174,19 @@ STEPS = {
     "load_artifacts": load_artifacts_step,
     "identity": sdk_identity_step,
     "unlink": unlink_step,
+    "edit": edit_step,
 }
 
 
 def main() -> None:
     sample.setup(os.environ["FLEET_SAMPLE_BUILD_DIR"])
+    backend = os.environ.get(BACKEND_ENV)
+    if backend in ("patching", "patching-first"):
+        unregister_cpp_device_options(sample.DEVICE_NAME)  # the patch alone serves it
+    if backend == "patching":
+        import patching_backend
+
+        patching_backend.apply()
     results = [STEPS[name](*arguments) for name, *arguments in json.loads(sys.argv[1])]
     print(json.dumps(results))
 

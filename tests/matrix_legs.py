@@ -21,6 +21,8 @@ TESTS_DIR = Path(__file__).resolve().parent
 LEG_MODULES = frozenset(
     {
         "test_hook.py",
+        "test_hook_workers.py",
+        "test_autoload_disable.py",
         "test_lookup_registry.py",
         "test_lookup_resolve.py",
         "test_hook_asked.py",
@@ -29,6 +31,7 @@ LEG_MODULES = frozenset(
         "test_options_differential.py",
         "test_options_injection.py",
         "test_hook_cache_keys.py",
+        "test_hook_cpp_cache_keys.py",
         "test_options_freshness.py",
         "test_hook_pt2_stamp.py",
         "test_hook_cmake.py",
@@ -38,6 +41,7 @@ LEG_MODULES = frozenset(
         "test_lookup_doors.py",
         "e2e/test_extern_kernels.py",
         "e2e/test_fleet.py",
+        "e2e/test_fleet_every_door.py",
         "e2e/test_pt2_moves.py",
         "e2e/test_cmake_project.py",
         "peers/test_regdev_cmake.py",

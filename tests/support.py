@@ -106,7 +106,7 @@ DOCTOR_CHECKS = (
     "probe_load",
 )
 #: What --aot adds to DOCTOR_CHECKS (without --compile).
-AOT_CHECKS = ("cmake_project", "aoti_weights", "aoti_runner")
+AOT_CHECKS = ("library_sonames", "cmake_project", "aoti_weights", "aoti_runner")
 
 
 # --- what differs between torch releases, read off the running torch ----------------------
@@ -350,4 +350,19 @@ def assert_quoted(quote: str, produced: Iterable[str], page: Path = TROUBLESHOOT
     assert quote_matches(quote, produced), (
         f"{page.name} quotes {quote!r}, but no message matches it; the closest:\n"
         + "\n".join(closest(quote, produced))
+    )
+
+
+def rewrite_keeping_size_and_mtime(path: Path, contents: bytes) -> None:
+    """What an archive unpacked with its recorded times, ``rsync -a`` or a package manager
+    does to a file: new contents, the same size and modification time, the same inode."""
+    before = path.stat()
+    with path.open("r+b") as file:
+        file.write(contents)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+        before.st_size,
+        before.st_mtime_ns,
+        before.st_ino,
     )

@@ -39,6 +39,7 @@ def test_benchmark_smoke_run_prints_the_table_and_writes_json(tmp_path: Path) ->
         "ascend_cached",
         "identity_cold",
         "identity_warm",
+        "compile_identity",
         "cache_key",
     }
     for result in report["results"]:

@@ -111,7 +111,7 @@ def test_the_sample_device_compiles_loads_and_runs_with_aotinductor(compile_cach
     and doctor says the way round, which it tried."""
     document = doctor_compile(compile_cache, "--aot")
     checks = by_name(document)
-    names = [*DOCTOR_CHECKS, *AOT_CHECKS[:2], *COMPILE_CHECKS, "aoti_load", "linear_model"]
+    names = [*DOCTOR_CHECKS, *AOT_CHECKS[:3], *COMPILE_CHECKS, "aoti_load", "linear_model"]
     assert list(checks) == names
     refused = refusing_runtime_header() is not None
     expected = dict.fromkeys(checks, "pass")

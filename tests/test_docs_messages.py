@@ -219,9 +219,11 @@ REGISTERED = {
     },
 }
 # A backend that assigns its own CacheBase.get_system, keyed on its SDK release only, when its
-# provider is first called: after doctor armed the package, so the function stays unwrapped.
+# provider is first called (after doctor armed the package: adopted, as the next compile
+# adopts it), and whose AOTInductor options name no SDK: the .pt2 stamp lacks the identity.
 OWN_GET_SYSTEM = """\
 from torch._inductor.codecache import CacheBase
+import inductor_device_options as ido
 from docs_providers import complete
 
 def acme_get_system():
@@ -229,6 +231,8 @@ def acme_get_system():
 
 def options(device_type, aot_mode, compile_only):
     CacheBase.get_system = staticmethod(acme_get_system)
+    if aot_mode:
+        return ido.default_cpp_device_options(device_type, aot_mode, compile_only)
     return complete(device_type, aot_mode, compile_only)
 """
 
@@ -254,6 +258,22 @@ SDK_DEVICES = (
 # Quotes of what only a real compile or an injected bug produces, by the test module whose
 # runs produce them and call assert_quoted.
 COVERED_ELSEWHERE = {
+    "test_hook_pt2_soname.py": (
+        "the AOTInductor model of device 'DEVICE' needs LIBRARY, which lies here as ..., in a "
+        "library dir the options of 'DEVICE' name, but the loader does not take it: LIBRARY has "
+        "no SONAME, so the model records it by ...",
+        "Fix: give the library a SONAME (link it with -Wl,-soname,NAME, <N> its ABI version) "
+        "and build the package again, or put DIR on LD_LIBRARY_PATH before the process starts, "
+        "or keep the SDK at the path the package was built at",
+    ),
+    "test_diagnose_library_sonames.py": (
+        "... without a SONAME: a .pt2 loads where the SDK lies at another path only through "
+        "inductor-device-options",
+        "LIBRARY has no SONAME: an AOTInductor model linked against it records it by its file "
+        "name, NAME, which the loader finds only on the model's runpath (the library dirs of "
+        "the machine that built it) or LD_LIBRARY_PATH",
+        "give the library a SONAME: link it with -Wl,-soname,NAME (<N> its ABI version)",
+    ),
     "test_diagnose_compile.py": (
         "a real compile on the device",
         "compiling x * 2 + 1 on DEVICE (cpp_wrapper) in a fresh python raised ...",

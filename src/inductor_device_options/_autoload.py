@@ -3,7 +3,8 @@
 Every process that imports torch runs them, so they stay small: importing the package arms
 the hook, and the sample device is imported only where ``$INDUCTOR_DEVICE_OPTIONS_SAMPLE_DIR``
 asks for it (the demo sets it): installing this package must not make every torch process
-load the sample.
+load the sample. With ``INDUCTOR_DEVICE_OPTIONS_DISABLE=1`` neither installs anything into
+torch.
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ def sample() -> None:
     compile subprocess or rank of the demo (or of the e2e tests), which also logs the
     compiler commands it runs to that parent."""
     cache_dir = os.environ.get(SAMPLE_DIR_ENV)
-    if cache_dir:
+    if not cache_dir:
+        return
+    from ._hook.disable import disabled
+
+    if not disabled():  # the sample device installs into torch
         from ._demo.compiler_commands import log_commands_for_parent
         from .sample import autoload
 

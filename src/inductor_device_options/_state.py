@@ -43,6 +43,10 @@ class BoundedCache(dict[K, V], Generic[K, V]):
 
 _caches: list[BoundedCache[Any, Any]] = []
 
+#: The group of the caches a compile renews at its start (_hook/compile_boundary): what the
+#: SDK identity is computed into, so that none is staler than the compile that uses it.
+PER_COMPILE = "per compile"
+
 
 def cache(limit: int, group: str = "") -> BoundedCache[Any, Any]:
     """A new cache that :func:`reset` clears (and :func:`clear_group`, given its group)."""
@@ -100,6 +104,12 @@ class _ThisThread(threading.local):
         self.answers_below: list[tuple[str, bool, bool, Callable[[], Any]]] = []  # per lookup
         self.bypassed: set[str] = set()  # devices whose answer below is being computed
         self.serving: set[str] = set()  # devices whose provider runs (no recursion)
+        self.compile_depth = 0  # compile_fx calls under way (_hook/compile_boundary)
+        #: The SDK identity the C++ build Inductor writes is keyed on (_hook/cpp_cache_keys).
+        self.build_identity: str | None = None
+        #: Whether the package asks Inductor's function for a device's SDK identity, not for
+        #: a build (_hook/device_identity): doctor's recorder leaves such questions out.
+        self.asking_for_identity = False
 
 
 this_thread = _ThisThread()

@@ -19,50 +19,19 @@ built against. One scenario runs the machines in order; each test reads one case
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
-from fleet import Fleet
+from fleet import Fleet, edit_in_place_keeping_size_and_mtime, make_sdk_b
 from redis_server import redis_server
 
 from inductor_device_options.sample import SampleDevice
 from inductor_device_options.sample._sdk import install_sdk
 
-SHIM = Path("include") / "sampledev" / "c_shim.h"
-A_PRODUCT = "aoti_torch_cpu_mm_out, out, self, mat2)"
-B_PRODUCT = "aoti_torch_cpu_mm_out, out, mat2, self)"  # the same size: only the order differs
 HAS_CACHE_ARTIFACTS = hasattr(torch.compiler, "save_cache_artifacts")  # torch 2.7 and later
-
-
-def make_sdk_b(sdk_a: Path, destination: Path) -> Path:
-    shutil.copytree(sdk_a, destination, symlinks=True)
-    shim = destination / SHIM
-    text = shim.read_text()
-    assert A_PRODUCT in text
-    shim.write_text(text.replace(A_PRODUCT, B_PRODUCT))
-    assert shim.stat().st_size == (sdk_a / SHIM).stat().st_size
-    return destination
-
-
-def edit_in_place_keeping_size_and_mtime(installed: Path, contents: Path) -> None:
-    """What an archive unpacked with its recorded times, ``rsync -a`` or a package manager
-    does to a file: new contents, the same size and modification time, the same inode."""
-    shim = installed / SHIM
-    before = shim.stat()
-    with shim.open("r+b") as file:
-        file.write((contents / SHIM).read_bytes())
-    os.utime(shim, ns=(before.st_atime_ns, before.st_mtime_ns))
-    after = shim.stat()
-    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
-        before.st_size,
-        before.st_mtime_ns,
-        before.st_ino,
-    )
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,9 @@ caches on the running torch, so that code built against one SDK never runs again
 
 from __future__ import annotations
 
+from .._lookup.device_types import RESERVED_DEVICE_TYPES
 from .._options.problems import Problem
-from .cache_keying import CACHES, NOT_SERVED, cache_keying
+from .cache_keying import CACHES, IMPORT_ORDER, cache_keying
 from .checks import Check, Context, check
 
 _NAME = "cache_keys"
@@ -26,32 +27,43 @@ def check_cache_keys(context: Context) -> Check:
         )
     identity = keying.aot_identity if context.aot_mode else keying.identity
     keyed = [name for key, name in CACHES.items() if getattr(keying, key) is None]
-    summary = f"SDK identity {identity}: {', '.join(keyed)}"
-    if context.aot_mode or keying.fx_graph_cache is None:
+    lacking = {name: getattr(keying, key) for key, name in CACHES.items() if name not in keyed}
+    asked = context.asked
+    if asked is not None and asked.mismatch and asked.asked in RESERVED_DEVICE_TYPES:
+        # The builds run as torch's own device's, whose C++ the package never keys: only the
+        # command line (the legacy wrapper's flags) tells them apart.
+        name = CACHES["cpp_code_cache"]
+        if not lacking:
+            return check(
+                _NAME,
+                "warn",
+                f"the SDK identity {identity} is missing from the key of the {name}",
+                Problem(
+                    f"{name}: the builds of {context.device_type!r} graphs ask for "
+                    f"{asked.asked!r} (device_asked), whose builds the package never keys: a "
+                    "module built against another SDK at the same paths would be reused here",
+                    "migrate, as device_asked says: then the builds ask for the device, and "
+                    "its identity keys them",
+                ),
+            )
+    summary = f"SDK identity {identity}: {', '.join(keyed)} (diagnosed with {IMPORT_ORDER})"
+    if not lacking:
         return check(_NAME, "pass", summary)
-    if keying.fx_graph_cache == NOT_SERVED:
-        device = repr(context.device_type)
-        return check(
-            _NAME,
-            "warn",
-            f"the FX graph cache key does not hold the SDK identity {identity}",
-            Problem(
-                f"{NOT_SERVED} ({context.source.kind} {context.source.description}): a graph "
-                "compiled against another SDK (another machine's, through a remote or shared "
-                "cache) would be reused here",
-                f"serve {device} through the package's door "
-                f"(inductor_device_options.register_cpp_device_options({device}, ...) or an "
-                "entry point), which keys Inductor's caches on its SDK identity",
-            ),
-        )
     return check(
         _NAME,
         "fail",
-        f"the FX graph cache key does not hold the SDK identity {identity}",
-        Problem(
-            f"{keying.fx_graph_cache}: a graph compiled against another SDK (another "
-            "machine's, through a remote or shared cache) would be reused here",
-            "make the function assigned to CacheBase.get_system call the one it replaced, "
-            "or call inductor_device_options.arm() after assigning it",
+        f"the SDK identity {identity} is missing from the key of the "
+        + ", ".join(lacking)
+        + f" (diagnosed with {IMPORT_ORDER})",
+        *(
+            Problem(
+                f"{name}: {why}: code built against another SDK (another machine's, through "
+                "a remote or shared cache, or this machine's before an in-place change) "
+                "would be reused here",
+                "serve the device through a door whose options name its SDK's include dirs "
+                "and libraries, and let nothing assign over the package's wrappers in "
+                "torch._inductor.codecache after the compile started",
+            )
+            for name, why in lacking.items()
         ),
     )

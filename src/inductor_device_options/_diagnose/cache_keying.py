@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .._hook import cpp_cache_keys
 from .._hook.cache_keys import CACHE_KEY_FIELD
+from .._hook.cache_keys import install as adopt_get_system
 from .._hook.device_identity import device_identity, identity_device_types, keyed_as_if_usable
 from .._hook.lookups import get_cpp_device_options
 from .._hook.pt2_stamp import stamp_for
-from .._hook.serve import is_served
-from .._lookup.device_types import normalize_device_type
 from .._options.freshness import identity_in
+from .._options.model import CppDeviceOptions
 
 #: The caches, by JSON key, as people name them.
 CACHES = {
@@ -25,12 +26,11 @@ CACHES = {
 }
 
 
-#: Why ``get_system()`` lacks the identity of a device whose options reach Inductor by
-#: another way than the package's sources (a replacement of Inductor's function).
-NOT_SERVED = (
-    "CacheBase.get_system() does not hold it: the package keys it on the devices it serves, "
-    "and this one gets its options from Inductor's function or a replacement of it"
-)
+#: The order of imports doctor diagnoses: its process imports the package first, as torch's
+#: backend autoload does, then the backend. In the other order (autoload off, the package
+#: armed after the backend patched torch) the keys hold the same: what a backend assigned is
+#: adopted at the next compile, and a replacement of Inductor's function is the base.
+IMPORT_ORDER = "the package imported before the backend, as torch's autoload imports it"
 
 
 class CacheKeying(NamedTuple):
@@ -83,30 +83,39 @@ def cache_keying(device_type: str) -> CacheKeying:
         device_type,
         identity,
         aot_identity,
-        None
-        if identity_in(options) is not None
-        else "its command line holds the options as its provider returns them (torch's door)",
+        _cpp_code_cache_key(options),
         fx,
         fx,  # AOTAutograd's key details are the FX graph's, get_system() included
-        None if stamp_for(device_type) is not None else "not a device the package serves",
+        None
+        if stamp_for(device_type) is not None
+        else "its options for AOTInductor name no SDK of the device's own",
     )
+
+
+def _cpp_code_cache_key(options: CppDeviceOptions) -> str | None:
+    """None when the C++ code cache keys the device's builds on its identity: in the
+    command line (the package's door), or beside it (``cpp_cache_keys``, every other door)."""
+    if identity_in(options) is not None:
+        return None
+    from torch._inductor import codecache
+
+    if cpp_cache_keys.is_installed(codecache):
+        return None
+    return "its command line holds the options as given, and nothing keys the build beside it"
 
 
 def _fx_graph_key(device_type: str, identity: str | None) -> str | None:
-    """None when ``CacheBase.get_system()`` holds the device's identity (as in a process
-    that compiles for the device), else why not."""
-    from torch._inductor.codecache import CacheBase
+    """None when ``CacheBase.get_system()`` holds the device's identity at the next compile
+    (as in a process that compiles for the device), else why not."""
+    from torch._inductor import codecache
 
-    if not is_served(normalize_device_type(device_type)):
-        return NOT_SERVED
+    # What the next compile does first: a get_system a backend assigned since is adopted.
+    adopt_get_system(codecache)
     with keyed_as_if_usable(device_type):
-        held = CacheBase.get_system().get(CACHE_KEY_FIELD, {})
+        held = codecache.CacheBase.get_system().get(CACHE_KEY_FIELD, {})
     if isinstance(held, dict) and held.get(device_type) == identity:
         return None
-    return (
-        "CacheBase.get_system() does not hold it: a function assigned to "
-        "CacheBase.get_system replaced the package's and does not call it"
-    )
+    return "CacheBase.get_system() does not hold it"
 
 
 def served_keying() -> list[CacheKeying | tuple[str, BaseException]]:

@@ -49,7 +49,8 @@ CHECKS: dict[str, str] = {
     "cache_keys": "the SDK identity keys Inductor's caches",
     "probe_build": "probe compiles and links",
     "probe_load": "probe loads",
-    # With --aot only (cmake_checks.py, aoti_weights.py).
+    # With --aot only (soname_checks.py, cmake_checks.py, aoti_weights.py).
+    "library_sonames": "the device's libraries have a SONAME",
     "cmake_project": "the C++ project builds with cmake",
     "aoti_weights": "AOTInductor weights load",
     # With --aot and without --compile: always a SKIP that says so.
@@ -80,6 +81,7 @@ def check_names(aot_mode: bool, compile: bool, model: bool = False) -> list[str]
     """The checks a doctor run makes, in order ("provider" only when it fails)."""
     names = [name for name in CHECKS if name != "provider" and name not in COMPILE_CHECKS]
     if not aot_mode:
+        names.remove("library_sonames")
         names.remove("cmake_project")
         names.remove("aoti_weights")
     if not aot_mode or compile:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import _state
 from .compile_models import run_models
 from .raised_in import raised_in
 
@@ -141,6 +142,8 @@ def _install_recorder(device: str, aot_mode: bool, result: Json) -> None:
     found = cpp_builder.get_cpp_torch_device_options
 
     def recording(*args: Any, **kwargs: Any) -> Any:
+        if _state.this_thread.asking_for_identity:  # a cache key's question, not a build's
+            return found(*args, **kwargs)
         aot, compile_only = flags(args, kwargs)
         device_type = str(args[0] if args else kwargs.get("device_type"))
         asked = {"device_type": device_type, "aot_mode": aot, "compile_only": compile_only}

@@ -4,7 +4,8 @@ Computes only: ``_cli/`` prints.
 
 The checks themselves are in ``hook_checks``, ``torch_hook_checks``, ``overrides_checks``,
 ``options_checks``, ``path_checks``, ``header_checks``, ``shim_checks``, ``cache_key_checks``,
-``probe_checks``, ``cmake_checks`` and ``aoti_weights``; what a check is, in ``checks``.
+``probe_checks``, ``soname_checks``, ``cmake_checks`` and ``aoti_weights``; what a check is,
+in ``checks``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .path_checks import check_include_dirs, check_libraries
 from .probe import Progress, write_probe_source
 from .probe_checks import check_probe_build, check_probe_load, start_probe_builds
 from .shim_checks import check_c_shim
+from .soname_checks import check_library_sonames
 from .text import message_and_fix
 from .torch_hook_checks import check_torch_hooks
 
@@ -83,6 +85,7 @@ def run_doctor(
         lambda context: check_probe_load(context, progress),
     ]
     if aot_mode:
+        steps.append(check_library_sonames)
         steps.append(lambda context: check_cmake_project(context, progress))
         steps.append(check_aoti_weights)
     if aot_mode and not compile:

@@ -9,10 +9,15 @@ shared cache dir would hand a machine graphs generated against another SDK. So
   ``get_cache_system_info()`` exactly as torch 2.15 does (a dict or None, JSON-serialisable,
   a failing backend logged and left out, sampled once per process), under
   ``"device_interfaces"``;
-* on every torch, it adds ``"inductor_device_options"``: the SDK identity of each device the
-  package serves (``device_identity``), beside a backend's own answer, never replacing it.
-  It is computed at each call, so a device served after the first compile still keys the
-  compiles after it.
+* on every torch, it adds ``"inductor_device_options"``: the SDK identity of each device
+  whose options name an SDK of its own, whichever door serves it (``device_identity``),
+  beside a backend's own answer, never replacing it. It is computed at each call, so a
+  device served after the first compile still keys the compiles after it.
+
+A function a backend assigns to ``CacheBase.get_system`` later (torch_npu does, at its first
+compile) is adopted at the next compile's start (``compile_boundary``): wrapped in turn,
+whether or not it calls the function it replaced, so that its own fields and the package's
+both key the compile.
 
 Where nothing is added, torch's own answer is returned unchanged.
 """
@@ -46,7 +51,7 @@ _sampled: _state.BoundedCache[str, dict[str, object]] = _state.cache(1)
 
 def install(codecache: ModuleType) -> None:
     """Wrap ``codecache.CacheBase.get_system``; idempotent (a function assigned over the
-    wrapper is wrapped in turn, by ``arm()``)."""
+    wrapper is wrapped in turn at the next compile, and by ``arm()``)."""
     from torch._dynamo.device_interface import DeviceInterface
 
     cache_base = codecache.CacheBase

@@ -1,10 +1,12 @@
 """A device's SDK identity as a build of its code reads it, and the devices whose identity
 keys Inductor's caches.
 
-The identity (``options.identity``) of a device is that of the options Inductor gets for it:
-the definition the package's door adds, or, for a device served through torch's doors
-(whose options the package passes as they are), the identity of the dirs and libraries
-those options name.
+The identity (``options.identity``) of a device is that of the answer Inductor gets for it,
+whichever door gave it: the definition the package's door adds, or, for a device served
+another way (torch's doors, a replacement or a wrapper the chain adopted), the identity of
+what that answer names beyond the defaults every out-of-tree device gets from torch: its
+include dirs, and the libraries it names as ld finds them in its library dirs. A device
+nobody serves gets torch's defaults, which name nothing of its own: it has no identity.
 """
 
 from __future__ import annotations
@@ -15,45 +17,93 @@ import sys
 from collections.abc import Iterator
 
 from .. import _state
-from .._lookup.device_types import normalize_device_type
-from .._lookup.entry_points import declared_entry_points
+from .._lookup.device_types import RESERVED_DEVICE_TYPES, normalize_device_type
 from .._options.freshness import identity_in
 from .._options.identity import sdk_identity
+from .._options.model import CppDeviceOptions
 from .._torch_names import CPP_BUILDER
-from .serve import interface_answering, is_served, torch_registry
+from .serve import DEFAULTS_PROBE_DEVICE, installed, torch_registry
+
+# aot_mode -> what torch's own function gives a device nobody serves (it never changes in a
+# process: torch's function below the hook and its version are fixed).
+_defaults: _state.BoundedCache[bool, CppDeviceOptions] = _state.cache(2)
 
 
 def device_identity(device_type: str, aot_mode: bool = False) -> str | None:
     """The SDK identity of what Inductor gets for ``device_type`` (``aot_mode``: for
-    AOTInductor), or None where the options name no SDK of the device's own. Calls the
+    AOTInductor), or None where the answer names no SDK of the device's own. Calls the
     device's provider: raises what the lookup raises."""
+    options = _answer(device_type, aot_mode)
+    if options is None:
+        return None
+    return identity_in(options) or _named_identity(options, aot_mode)
+
+
+def key_identity(device_type: str, aot_mode: bool = False) -> str | None:
+    """The identity the C++ code cache must be keyed on beside the command line: that of a
+    device whose answer does not carry it in a definition (every door but the package's),
+    or None (torch's devices, a device with no SDK of its own, the package's door)."""
+    options = _answer(device_type, aot_mode)
+    if options is None or identity_in(options) is not None:
+        return None
+    return _named_identity(options, aot_mode)
+
+
+def _answer(device_type: str, aot_mode: bool) -> CppDeviceOptions | None:
     from .lookups import get_cpp_device_options
 
-    options = get_cpp_device_options(device_type, aot_mode)
-    identity = identity_in(options)
-    if identity is not None:
-        return identity
+    name = normalize_device_type(device_type)
+    if name in RESERVED_DEVICE_TYPES:  # torch's version covers torch's own devices' code
+        return None
+    this_thread = _state.this_thread
+    outer, this_thread.asking_for_identity = this_thread.asking_for_identity, True
+    try:
+        return get_cpp_device_options(name, aot_mode)
+    finally:
+        this_thread.asking_for_identity = outer
+
+
+def _named_identity(options: CppDeviceOptions, aot_mode: bool) -> str | None:
+    """The identity of what ``options`` name beyond torch's defaults (real paths)."""
+    defaults = _defaults_for(aot_mode)
+    default_dirs = {os.path.realpath(path) for path in defaults.include_dirs}
+    include_dirs = [os.path.realpath(path) for path in options.include_dirs]
     return sdk_identity(
-        [os.path.realpath(path) for path in options.include_dirs],
+        [path for path in include_dirs if path not in default_dirs],
         [os.path.realpath(path) for path in options.libraries_dirs],
-        list(options.libraries),
+        [name for name in options.libraries if name not in defaults.libraries],
     )
 
 
+def _defaults_for(aot_mode: bool) -> CppDeviceOptions:
+    known = _defaults.get(aot_mode)
+    if known is None:
+        # Never a registered device: the function below the hook gives it the defaults.
+        below = installed().function_below(DEFAULTS_PROBE_DEVICE, aot_mode, False)
+        known = _defaults.put(aot_mode, CppDeviceOptions.of(below))
+    return known
+
+
 def identity_device_types() -> list[str]:
-    """The devices whose SDK identity keys Inductor's caches in this process, sorted: every
-    device the package serves (either door) that is registered in this process, or that
-    this process can compile for (its PrivateUse1 backend, a registered DeviceInterface).
-    A declared provider whose backend is not imported is not loaded for a key."""
+    """The devices whose SDK identity may key Inductor's caches in this process, sorted:
+    every device registered in this process (either door), and every device this process
+    can compile for (its PrivateUse1 backend, a registered DeviceInterface), whoever serves
+    it. A declared provider whose backend is not imported is not loaded for a key: that
+    process cannot compile for the device."""
     with _state.lock:
         names = set(_state.registered)
     module = sys.modules.get(CPP_BUILDER)
     registry = torch_registry(module) if module is not None else None
     names.update(name for name in registry or () if isinstance(name, str))
-    usable = _usable_device_types() | _state.keyed_for_diagnosis
-    names.update(name for name in declared_entry_points() if name in usable)
-    names.update(name for name in usable if interface_answering(name) is not None)
-    return sorted(name for name in names if is_served(normalize_device_type(name)))
+    names.update(_usable_device_types() | _state.keyed_for_diagnosis)
+    return sorted(name for name in names if _keyable(name))
+
+
+def _keyable(name: str) -> bool:
+    try:
+        return normalize_device_type(name) not in RESERVED_DEVICE_TYPES
+    except ValueError:
+        return False
 
 
 @contextlib.contextmanager

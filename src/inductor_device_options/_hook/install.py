@@ -54,6 +54,7 @@ from .backports import (
     with_interface_lookup,
 )
 from .chain import Chain, make_adopting
+from .disable import disabled
 from .serve import (
     Installation,
     current_installation,
@@ -164,15 +165,22 @@ def _forward_registration(device_type: str) -> None:
 #: The modules of torch the package installs into when they are imported: what installs, and
 #: what the module defines once executed far enough to install into. The hook into
 #: cpp_builder, torch 2.15's codegen hooks before 2.15, the SDK identity in the cache keys and
-#: AOTInductor packages (each installer's module is imported only with the module it serves).
+#: AOTInductor packages, the boundary of each compile (each installer's module is imported
+#: only with the module it serves).
 INSTALLERS = {
     CPP_BUILDER: (f"{__name__}:install", FUNCTION),
     CPP_UTILS: (f"{__package__}.aten_device_type:install", DEVICE_TO_ATEN),
     CODEGEN_COMMON: (f"{__package__}.backend_init:install_into_common", INIT_BACKEND_REGISTRATION),
-    COMPILE_FX: (f"{__package__}.backend_init:install_into_compile_fx", COMPILE_FX_FUNCTION),
+    COMPILE_FX: (f"{__package__}.compile_boundary:install", COMPILE_FX_FUNCTION),
     CODECACHE: (f"{__package__}.codecache:install", CODECACHE_READY),
     PACKAGE_LOADER: (f"{__package__}.pt2_stamp:install_loader_check", PACKAGE_LOADER_READY),
     PT2_ARCHIVE: (f"{__package__}.pt2_stamp:install_loader_check", PT2_ARCHIVE_READY),
+    # Inductor's compile worker pools: their processes import the package (_hook/workers.py).
+    # torch 2.6's pool takes no pickler: it has no SubprocPickler, and nothing installs.
+    "torch._inductor.compile_worker.subproc_pool": (
+        f"{__package__}.workers:install",
+        "SubprocPickler",
+    ),
 }
 
 
@@ -182,7 +190,7 @@ def _native_hook(module: ModuleType) -> bool:
     if module.__name__ == CPP_UTILS:
         native = module.__dict__.get(DEVICE_TO_ATEN_FUNCTION)
         return native is not None and not getattr(native, BACKPORT_MARK, False)
-    if module.__name__ in (CODEGEN_COMMON, COMPILE_FX):
+    if module.__name__ == CODEGEN_COMMON:
         common = sys.modules.get(CODEGEN_COMMON)
         return common is None or NATIVE_BACKEND_INIT_FLAG in common.__dict__
     return False
@@ -266,7 +274,11 @@ def arm() -> None:
     Example:
         >>> import inductor_device_options as ido
         >>> ido.arm()  # installed already, or at the first import of cpp_builder
+
+    With ``INDUCTOR_DEVICE_OPTIONS_DISABLE=1`` in the environment it installs nothing.
     """
+    if disabled():
+        return
     with _state.lock:
         if _state.watcher is None or _state.watcher not in sys.meta_path:
             _state.watcher = ImportWatcher()
@@ -277,6 +289,8 @@ def arm() -> None:
 def install_imported(names: Iterable[str]) -> None:
     """Install into those of the watched modules ``names`` that are imported already (an
     import that went past the watcher)."""
+    if disabled():
+        return
     with _state.lock:
         for name in names:
             module = sys.modules.get(name)

@@ -5,7 +5,8 @@ Loaded where another SDK lives, it would run silently with the build machine's c
 
 * **at build**, ``AotCodeCompiler.compile`` runs with the device's SDK identity in
   ``aot_inductor.metadata`` (:data:`STAMP_KEY`, ``"<device>=<identity>"``), which torch
-  writes into the package's metadata JSON, for each device the package serves;
+  writes into the package's metadata JSON, for each device whose options name an SDK of
+  its own, whichever door served them (``device_identity``);
 * **at load**, ``torch._C._aoti.AOTIModelPackageLoader``, which every loader of torch goes
   through (``aoti_load_package``, ``torch._inductor.package.load_package``, ``load_pt2``),
   reads that metadata from the archive before the ``.so`` is opened, and refuses a package
@@ -72,11 +73,10 @@ def _stamping(compile_: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def stamp_for(device_type: str) -> str | None:
-    """The stamp of a package built for ``device_type`` here, or None where the package
-    does not serve it or its options name no SDK."""
+    """The stamp of a package built for ``device_type`` here, whichever door serves it, or
+    None where its options name no SDK of its own (torch's devices, a device nobody
+    serves)."""
     name = normalize_device_type(device_type)
-    if not is_served(name):
-        return None
     identity = device_identity(name, aot_mode=True)
     return None if identity is None else f"{name}={identity}"
 
@@ -193,15 +193,15 @@ def _check_stamp(path: str, device_type: str, built: str) -> None:
 
 def _identity_here(device_type: str) -> tuple[str | None, str]:
     """The device's SDK identity in this process, and how to say what it is."""
+    try:
+        current = device_identity(device_type, aot_mode=True)
+    except Exception as error:
+        return None, f"the SDK identity of {device_type!r} cannot be computed here ({error!r})"
+    if current is not None:
+        return current, f"its SDK identity here is {current}"
     if not is_served(device_type):
         return None, (
             f"no C++ options provider serves {device_type!r} in this process (import or "
             "register its backend before loading), so its SDK here is unknown"
         )
-    try:
-        current = device_identity(device_type, aot_mode=True)
-    except Exception as error:
-        return None, f"the SDK identity of {device_type!r} cannot be computed here ({error!r})"
-    if current is None:
-        return None, f"the options of {device_type!r} here name no SDK of the device's own"
-    return current, f"its SDK identity here is {current}"
+    return None, f"the options of {device_type!r} here name no SDK of the device's own"

@@ -21,6 +21,7 @@ from .._lookup.registry import DeviceOptionsSource
 from .._options.model import CppDeviceOptions
 from .._torch_names import CPP_BUILDER, FUNCTION, REGISTRY
 from .chain import Args, Chain, DeviceOptionsFunction, Kwargs, device_type_of, flags
+from .disable import DISABLE_ENV, disabled
 from .in_progress import bypassing, is_bypassed, offering_answer_below
 
 # Never a registered device: asking torch's native function for it gives the
@@ -70,6 +71,11 @@ def installed() -> Installation:
         _state.watcher.arm()
     installation = current_installation()
     if installation is None:
+        if disabled():
+            raise RuntimeError(
+                f"inductor-device-options is disabled in this process by {DISABLE_ENV}=1: "
+                "it installs nothing into torch; unset the variable to use it"
+            )
         raise RuntimeError(
             "inductor-device-options: the hook is not installed in "
             "torch._inductor.cpp_builder: call inductor_device_options.arm()"

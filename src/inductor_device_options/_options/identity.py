@@ -11,8 +11,8 @@ The walk is bounded and never raises (``_fs.BoundedWalk``): a symlink loop or an
 entry is part of the digest, and a symlinked dir that leads out of those include dirs is
 recorded by where it points (as written in the link), not walked. Contents are hashed once
 per file and stat (``content_memo``): a process whose memo is warm only stats. The identity
-of a set of options is computed once per process: a change made while a process runs is
-seen by the next process.
+of a set of options is computed once per compile (``_hook/compile_boundary``): a change made
+while a process runs is seen by its next compile.
 """
 
 from __future__ import annotations
@@ -36,8 +36,9 @@ MAX_ENTRIES = 100_000
 
 _Key = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], "str | None"]
 # (include dirs, library dirs, libraries, the provider's own identity) -> the identity:
-# computed once per process and set of options. _state.reset() clears it.
-_identities: _state.BoundedCache[_Key, str | None] = _state.cache(256)
+# computed once per compile and set of options (the compile boundary and _state.reset()
+# clear it).
+_identities: _state.BoundedCache[_Key, str | None] = _state.cache(256, _state.PER_COMPILE)
 
 _UNKNOWN = object()  # not in the cache (None is a value it holds)
 

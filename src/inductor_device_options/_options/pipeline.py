@@ -42,8 +42,11 @@ _SEQUENCE_TYPES = (list, tuple)
 
 # Providers usually return the same lists every time: what was finished once is reused,
 # keyed by the exact values (Inductor asks once per build) and by the CppBuilder they
-# were checked against. _state.reset() clears it.
-_finished_options: _state.BoundedCache[tuple[object, ...], CppDeviceOptions] = _state.cache(256)
+# were checked against. They carry the SDK identity, so each compile finishes them anew
+# (_state.PER_COMPILE); _state.reset() clears it too.
+_finished_options: _state.BoundedCache[tuple[object, ...], CppDeviceOptions] = _state.cache(
+    256, _state.PER_COMPILE
+)
 
 
 def finished(

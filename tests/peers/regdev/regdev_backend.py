@@ -241,6 +241,7 @@ def build_sdk(build_dir: Path) -> None:
                 "g++",
                 "-shared",
                 "-fPIC",
+                f"-Wl,-soname,lib{RUNTIME_LIBRARY}.so",
                 f"-I{sdk / 'include'}",
                 str(sdk / "src" / "regdev_runtime.cpp"),
                 "-o",
