@@ -8,6 +8,7 @@ from .._lookup.device_types import RESERVED_DEVICE_TYPES
 from .._options.problems import Problem
 from .cache_keying import CACHES, IMPORT_ORDER, cache_keying
 from .checks import Check, Context, check
+from .legacy_door import found_legacy_door
 
 _NAME = "cache_keys"
 
@@ -30,10 +31,11 @@ def check_cache_keys(context: Context) -> Check:
     lacking = {name: getattr(keying, key) for key, name in CACHES.items() if name not in keyed}
     asked = context.asked
     if asked is not None and asked.mismatch and asked.asked in RESERVED_DEVICE_TYPES:
-        # The builds run as torch's own device's, whose C++ the package never keys: only the
-        # command line (the legacy wrapper's flags) tells them apart.
+        # A legacy door: the builds run as torch's own device's, whose C++ the package never
+        # keys; only the command line (the device's flags in cpu's answer) tells them apart.
+        # Where cpu's answer lacks them, device_asked fails: the builds do not work at all.
         name = CACHES["cpp_code_cache"]
-        if not lacking:
+        if not lacking and found_legacy_door(context.device_type, asked.asked, context.aot_mode):
             return check(
                 _NAME,
                 "warn",

@@ -12,7 +12,7 @@ from .._torch_names import CPP_BUILDER
 from ..introspection import hook_state
 from .asked import asked_device_type
 from .checks import Check, Context, check
-from .legacy_door import LegacyDoor, legacy_door
+from .legacy_door import LegacyDoor, found_legacy_door
 from .text import error_line, located
 
 #: The fix for a wrapper codegen class that fails when asked.
@@ -114,7 +114,7 @@ def check_device_asked(context: Context) -> Check:
     if not asked.mismatch:
         return check(name, "pass", asked.describe())
     assert asked.codegen is not None  # only a codegen reports another device
-    door = _legacy_door(context, asked.asked)
+    door = found_legacy_door(context.device_type, asked.asked, context.aot_mode)
     if door is not None:
         return check(
             name,
@@ -133,13 +133,6 @@ def check_device_asked(context: Context) -> Check:
             not_asked_fix(device, asked.codegen),
         ),
     )
-
-
-def _legacy_door(context: Context, asked: str) -> LegacyDoor | None:
-    try:
-        return legacy_door(context.device_type, asked, context.aot_mode)
-    except Exception:  # the options check reports a provider that raises
-        return None
 
 
 def legacy_door_problem(device: str, reason: str, door: LegacyDoor, codegen: str) -> Problem:

@@ -91,3 +91,11 @@ def _values(options: tuple[list[str], ...]) -> set[str]:
             value = os.path.realpath(entry) if field in _DIR_FIELDS else str(entry).strip()
             values.add(f"{field} {value}")
     return values
+
+
+def found_legacy_door(device_type: str, asked: str, aot_mode: bool) -> LegacyDoor | None:
+    """:func:`legacy_door`, None where the provider raises (the options check reports it)."""
+    try:
+        return legacy_door(device_type, asked, aot_mode)
+    except Exception:
+        return None
