@@ -19,7 +19,7 @@ from support import TESTS_DIR, pythonpath_with, rewrite_keeping_size_and_mtime
 
 from inductor_device_options._demo.distributed import JOB_ENV
 from inductor_device_options.sample import SampleDevice
-from inductor_device_options.sample._sdk import SDK_DIR_ENV
+from inductor_device_options.sample._sdk import SDK_DIR_ENV, install_sdk
 
 #: The header two SDKs of the tests differ in (the C shim's matrix product), by one line.
 SHIM = Path("include") / "sampledev" / "c_shim.h"
@@ -36,6 +36,15 @@ def make_sdk_b(sdk_a: Path, destination: Path) -> Path:
     shim.write_text(text.replace(A_PRODUCT, B_PRODUCT))
     assert shim.stat().st_size == (sdk_a / SHIM).stat().st_size
     return destination
+
+
+def sdks(root: Path) -> tuple[Path, Path, Path]:
+    """(SDK A, SDK B, where the machines have theirs: a copy of A), under ``root``."""
+    sdk_a = install_sdk(root / "vendor" / "A")
+    sdk_b = make_sdk_b(sdk_a, root / "vendor" / "B")
+    installed = root / "opt" / "sampledev"
+    shutil.copytree(sdk_a, installed, symlinks=True)
+    return sdk_a, sdk_b, installed
 
 
 def edit_in_place_keeping_size_and_mtime(installed: Path, contents: Path) -> None:
@@ -94,3 +103,8 @@ class Fleet:
 
     def path(self, name: str) -> str:
         return str(self.root / name)
+
+
+def seen(fleet: Fleet, machine: str, step: int) -> dict[str, Any]:
+    """What ``machine``'s step number ``step`` saw."""
+    return fleet.seen[machine][step]

@@ -21,15 +21,13 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 import torch
-from fleet import Fleet, edit_in_place_keeping_size_and_mtime, make_sdk_b
+from fleet import Fleet, edit_in_place_keeping_size_and_mtime, sdks, seen
 from redis_server import redis_server
 
 from inductor_device_options.sample import SampleDevice
-from inductor_device_options.sample._sdk import install_sdk
 
 HAS_CACHE_ARTIFACTS = hasattr(torch.compiler, "save_cache_artifacts")  # torch 2.7 and later
 
@@ -37,10 +35,7 @@ HAS_CACHE_ARTIFACTS = hasattr(torch.compiler, "save_cache_artifacts")  # torch 2
 @pytest.fixture(scope="module")
 def fleet(sample_build: SampleDevice, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     root = tmp_path_factory.mktemp("fleet")
-    sdk_a = install_sdk(root / "vendor" / "A")
-    sdk_b = make_sdk_b(sdk_a, root / "vendor" / "B")
-    installed = root / "opt" / "sampledev"
-    shutil.copytree(sdk_a, installed, symlinks=True)
+    sdk_a, sdk_b, installed = sdks(root)
     artifacts = HAS_CACHE_ARTIFACTS
     with redis_server(root / "redis") as redis:
         fleet = Fleet(root, redis, sample_build, installed)
@@ -74,10 +69,6 @@ def fleet(sample_build: SampleDevice, tmp_path_factory: pytest.TempPathFactory) 
                 remote=False,
             )
         yield fleet
-
-
-def seen(fleet: Fleet, machine: str, step: int) -> dict[str, Any]:
-    return fleet.seen[machine][step]
 
 
 def test_the_same_contents_reinstalled_hit_the_cpp_cache_and_the_remote_fx_cache(

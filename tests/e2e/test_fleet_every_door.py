@@ -19,32 +19,20 @@ the SDK is edited in place to B while it runs, and it compiles again.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from fleet import Fleet, edit_in_place_keeping_size_and_mtime, make_sdk_b
+from fleet import Fleet, edit_in_place_keeping_size_and_mtime, sdks, seen
 from patching_backend import SDK_VERSION
 from redis_server import redis_server
 
 from inductor_device_options.sample import SampleDevice
-from inductor_device_options.sample._sdk import install_sdk
 
 ORDERS = {
     "patching": {},  # the package autoloads with torch; the backend patches after it
     "patching-first": {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
 }
-
-
-def sdks(root: Path) -> tuple[Path, Path, Path]:
-    """(SDK A, SDK B, where the machines have theirs: a copy of A)."""
-    sdk_a = install_sdk(root / "vendor" / "A")
-    sdk_b = make_sdk_b(sdk_a, root / "vendor" / "B")
-    installed = root / "opt" / "sampledev"
-    shutil.copytree(sdk_a, installed, symlinks=True)
-    return sdk_a, sdk_b, installed
 
 
 @pytest.fixture(scope="module", params=sorted(ORDERS))
@@ -67,10 +55,6 @@ def patched_fleet(
             "machine 2", "X", [["compile"], ["load", fleet.path("a.pt2")], ["identity"]], **env
         )
         yield fleet
-
-
-def seen(fleet: Fleet, machine: str, step: int) -> dict[str, Any]:
-    return fleet.seen[machine][step]
 
 
 def test_a_patched_device_has_an_identity_in_every_key_and_its_own_fields_stay(

@@ -25,8 +25,8 @@ from types import ModuleType
 from typing import Any
 
 from .. import _state
-from .._torch_names import CODECACHE, CODEGEN_COMMON, COMPILE_FX_FUNCTION, NATIVE_BACKEND_INIT_FLAG
-from .install import rebind
+from .._torch_names import CODECACHE, COMPILE_FX_FUNCTION
+from .install import rebind, torch_runs_backend_init
 
 _MARK = "_inductor_device_options_compile_boundary"
 
@@ -34,8 +34,7 @@ _MARK = "_inductor_device_options_compile_boundary"
 def install(compile_fx: ModuleType) -> None:
     """Wrap ``compile_fx.compile_fx`` (and rebind it where torch imported it by name), and,
     before torch 2.15, backport ``_inductor_backend_init`` into the same module."""
-    common = sys.modules.get(CODEGEN_COMMON)
-    if common is not None and NATIVE_BACKEND_INIT_FLAG not in common.__dict__:
+    if not torch_runs_backend_init():
         from .backend_init import install_into_compile_fx
 
         install_into_compile_fx(compile_fx)

@@ -64,10 +64,16 @@ def _wrap_builder(owner: type, name: str, aot_mode: bool) -> None:
     function = current.__func__ if isinstance(current, classmethod) else current
     if function is None or getattr(function, _MARK, False):
         return
-    signature = inspect.signature(function)
+    parameters = inspect.signature(function).parameters
+    parameter = parameters["device_type"]
+    # Read directly, not bound: every C++ kernel build of the CPU comes through here. Its
+    # place after cls, where it may be passed by position (torch 2.6's AotCodeCompiler).
+    keyword_only = parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    position = len(parameters) if keyword_only else list(parameters).index("device_type") - 1
+    default = "cpu" if parameter.default is inspect.Parameter.empty else parameter.default
 
     def keyed(cls: type, *args: Any, **kwargs: Any) -> Any:
-        device_type = signature.bind(cls, *args, **kwargs).arguments.get("device_type", "cpu")
+        device_type = args[position] if len(args) > position else kwargs.get("device_type", default)
         identity = _identity_of(device_type, aot_mode)
         if identity is None:
             return function(cls, *args, **kwargs)

@@ -191,9 +191,15 @@ def _native_hook(module: ModuleType) -> bool:
         native = module.__dict__.get(DEVICE_TO_ATEN_FUNCTION)
         return native is not None and not getattr(native, BACKPORT_MARK, False)
     if module.__name__ == CODEGEN_COMMON:
-        common = sys.modules.get(CODEGEN_COMMON)
-        return common is None or NATIVE_BACKEND_INIT_FLAG in common.__dict__
+        return torch_runs_backend_init()
     return False
+
+
+def torch_runs_backend_init() -> bool:
+    """Whether torch calls the device module's ``_inductor_backend_init`` itself (2.15), or
+    cannot be told yet (its codegen is not imported): then nothing backports it."""
+    common = sys.modules.get(CODEGEN_COMMON)
+    return common is None or NATIVE_BACKEND_INIT_FLAG in common.__dict__
 
 
 def _install_into(module: ModuleType) -> None:
