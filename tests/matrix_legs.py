@@ -40,6 +40,8 @@ LEG_MODULES = frozenset(
         "test_hook_cmake.py",
         "test_diagnose_cmake.py",
         "test_hook_torch_hooks.py",
+        "test_hook_gpu_hooks.py",
+        "test_cli_torch_hooks_report.py",
         "test_hook_coexistence.py",
         "test_lookup_doors.py",
         "e2e/test_extern_kernels.py",

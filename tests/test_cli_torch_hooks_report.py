@@ -70,13 +70,16 @@ def test_torch_hooks_is_public_and_covers_torch_2_15_s_hooks() -> None:
         "DeviceOpOverrides.aten_device_type",
         "_inductor_backend_init",
         "DeviceOpOverrides.uses_gpu_cpp_wrapper",
+        "DeviceInterface.is_gpu",
+        "DeviceInterface.exposes_streams",
+        "DeviceInterface.get_multi_processor_count",
+        "DeviceInterface.is_triton_capable",
         "CppWrapperCpu.get_device_include_path_jit/_aot",
     ]
     statuses = {hook.name: hook.status for hook in hooks}
     assert statuses["_inductor_backend_init"] == ("native" if TORCH_2_15 else "provided")
-    assert statuses["DeviceOpOverrides.uses_gpu_cpp_wrapper"] == (
-        "native" if TORCH_ASKS_GPU_WRAPPER else "left out"
-    )
+    for name in list(statuses)[3:-1]:  # every torch: native in 2.15, provided before
+        assert statuses[name] == ("native" if TORCH_ASKS_GPU_WRAPPER else "provided"), name
 
 
 def test_list_and_show_print_the_hooks_and_give_them_in_json(
@@ -117,9 +120,20 @@ def op_overrides() -> Iterator[Callable[[bool], None]]:
     TORCH_ASKS_GPU_WRAPPER,
     reason=f"torch {torch.__version__} asks DeviceOpOverrides.uses_gpu_cpp_wrapper() (native)",
 )
-def test_uses_gpu_cpp_wrapper_true_warns_on_a_torch_that_never_asks_it(
-    op_overrides: Callable[[bool], None], tmp_path: Path
+def test_uses_gpu_cpp_wrapper_true_warns_where_the_backport_is_left_out(
+    op_overrides: Callable[[bool], None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from torch._inductor import graph
+
+    def codegen_with_cpp_wrapper(self: Any) -> Any:  # a backend's own, as torch_npu's
+        return graph.GraphLowering.codegen(self)
+
+    monkeypatch.setattr(graph.GraphLowering, "codegen_with_cpp_wrapper", codegen_with_cpp_wrapper)
+    [hook] = [hook for hook in torch_hooks() if hook.name.endswith("uses_gpu_cpp_wrapper")]
+    assert hook.status == "left out"
+    assert hook.detail.startswith(
+        "GraphLowering.codegen_with_cpp_wrapper is test_cli_torch_hooks_report."
+    )
     op_overrides(True)
     check = torch_hooks_check(tmp_path)
     assert (check.status, check.summary) == (
@@ -128,17 +142,15 @@ def test_uses_gpu_cpp_wrapper_true_warns_on_a_torch_that_never_asks_it(
     ), check
     [problem] = check.problems
     assert "GpuWrapperOverrides.uses_gpu_cpp_wrapper() returns True" in problem.cause
-    assert "this package does not backport it" in problem.cause
+    assert f"the package's backport is left out: {hook.detail}" in problem.cause
     assert uses_gpu_cpp_wrapper_instead(torch.__version__) in problem.cause
-    assert "CPU-style C++ wrapper" in problem.fix and "require torch 2.15" in problem.fix
+    assert problem.fix.startswith("restore torch's own GraphLowering.codegen_with_cpp_wrapper")
 
 
 @pytest.mark.parametrize("uses_gpu", [True, False], ids=["true", "false"])
 def test_uses_gpu_cpp_wrapper_says_nothing_where_torch_asks_it_or_it_is_false(
     op_overrides: Callable[[bool], None], tmp_path: Path, uses_gpu: bool
 ) -> None:
-    if uses_gpu and not TORCH_ASKS_GPU_WRAPPER:
-        pytest.skip(f"torch {torch.__version__} never asks uses_gpu_cpp_wrapper(): it warns")
     op_overrides(uses_gpu)
     check = torch_hooks_check(tmp_path)
     assert (check.status, check.problems) == ("pass", ()), check
@@ -375,3 +387,70 @@ def test_a_backend_init_that_raises_fails_doctor_as_every_compile_would(
     assert problem["cause"].startswith("RuntimeError: the initdev runtime is not set up, at ")
     assert problem["fix"] == "fix torch.initdev._inductor_backend_init"
     assert any("_inductor_backend_init raised RuntimeError" in note for note in document["notes"])
+
+
+# --- is_gpu() of an interface registered after GPU_TYPES was built -------------------------
+
+
+@pytest.fixture
+def gpu_interface() -> Iterator[Callable[[bool], None]]:
+    """Registers DEVICE's DeviceInterface, whose is_gpu() answers as given, as backends
+    register it: after torch._inductor.utils built GPU_TYPES."""
+    from torch._dynamo import device_interface
+
+    def register(gpu: bool) -> None:
+        interface = type(
+            "LateInterface",
+            (device_interface.DeviceInterface,),
+            {"is_gpu": staticmethod(lambda: gpu), "__module__": "late_backend"},
+        )
+        device_interface.register_interface_for_device(DEVICE, interface)
+
+    yield register
+    device_interface.device_interfaces.pop(DEVICE, None)
+
+
+@pytest.mark.parametrize("gpu", [True, False], ids=["gpu", "no-gpu"])
+def test_is_gpu_registered_too_late_warns(
+    gpu_interface: Callable[[bool], None], tmp_path: Path, gpu: bool
+) -> None:
+    gpu_interface(gpu)
+    check = torch_hooks_check(tmp_path)
+    if not gpu:
+        assert (check.status, check.problems) == ("pass", ()), check
+        return
+    summary = "late_backend.LateInterface.is_gpu() is never asked"
+    assert (check.status, check.summary) == ("warn", summary)
+    [problem] = check.problems
+    assert "GPU_TYPES was built, as torch 2.15 builds it" in problem.cause
+    assert f"treats {DEVICE!r} as no GPU" in problem.cause
+
+
+def test_is_gpu_in_gpu_types_is_no_warning(
+    gpu_interface: Callable[[bool], None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torch._inductor import utils
+
+    gpu_interface(True)
+    monkeypatch.setattr(utils, "GPU_TYPES", [*utils.GPU_TYPES, DEVICE])
+    assert torch_hooks_check(tmp_path).status == "pass"
+
+
+def test_the_torch_hooks_page_gives_this_torchs_status_of_every_hook() -> None:
+    """docs/concepts/torch-hooks.md's table by release: the running torch's column, where it
+    has one, is what ``list`` reports, hook by hook, and it lists every hook."""
+    page = (Path(__file__).parents[1] / "docs" / "concepts" / "torch-hooks.md").read_text()
+    section = page.split("## By release", 1)[1].split("\n## ", 1)[0]
+    rows = [
+        [cell.strip(" `") for cell in line.strip("|").split("|")]
+        for line in section.splitlines()
+        if line.startswith("| ") and not line.startswith("|---")
+    ]
+    header, body = rows[0], rows[1:]
+    statuses = {hook.name: hook.status for hook in torch_hooks()}
+    assert [row[0] for row in body] == list(statuses)
+    release = "torch " + ".".join(torch.__version__.split(".")[:2])
+    if release not in header:
+        pytest.skip(f"the page has no column for {release}")
+    column = header.index(release)
+    assert {row[0]: row[column] for row in body} == statuses

@@ -138,6 +138,26 @@ class GpuWrapperOverrides(common.DeviceOpOverrides):
         return True
 
 common.register_device_op_overrides("gpuwrapperdev", GpuWrapperOverrides())
+
+# Replaces GraphLowering.codegen_with_cpp_wrapper, as torch_npu does: before 2.15 the package's
+# backport of uses_gpu_cpp_wrapper() is left out.
+from torch._inductor import graph
+
+def codegen_with_cpp_wrapper(self):
+    return graph.GraphLowering.codegen(self)
+
+graph.GraphLowering.codegen_with_cpp_wrapper = codegen_with_cpp_wrapper
+
+# An interface registered after torch._inductor.utils built GPU_TYPES, as backends register.
+from torch._dynamo.device_interface import DeviceInterface, register_interface_for_device
+
+class LateGpuInterface(DeviceInterface):
+    @staticmethod
+    def is_gpu():
+        return True
+
+register_interface_for_device("lategpudev", LateGpuInterface)
+backend("lategpudev", codegen("lategpudev"), common.DeviceOpOverrides())
 """
 
 # The PrivateUse1 device {device}, whose device module's _inductor_backend_init {does}.
@@ -216,6 +236,7 @@ REGISTERED = {
         "precompileddev": "docs_backends:options",
         "uncalleddev": "docs_backends:options",
         "gpuwrapperdev": "docs_backends:options",
+        "lategpudev": "docs_backends:options",
     },
 }
 # A backend that assigns its own CacheBase.get_system, keyed on its SDK release only, when its
@@ -252,7 +273,7 @@ MODULES = {
 SDK_DEVICES = (
     *("initraisesdev", "initsilentdev", "droppeddev", "askscpudev", "nooverridesdev"),
     *("precompileddev", "uncalleddev", "gpuwrapperdev", "unloadabledev", "pastdev"),
-    "ownkeysdev",
+    *("ownkeysdev", "lategpudev"),
 )
 
 # Quotes of what only a real compile or an injected bug produces, by the test module whose
@@ -347,7 +368,7 @@ NOT_ON_THIS_TORCH = {
     "torch._inductor.cpp_builder.get_cpp_torch_device_options was written past the hook": HOOKS,
     "torch VERSION never asks uses_gpu_cpp_wrapper()": (
         "this torch asks it" if hasattr(DeviceOpOverrides, "uses_gpu_cpp_wrapper") else None
-    ),
+    ),  # before 2.15: the backend replaced the method the package's backport extends
     "torch precompiles it for 'DEVICE' (codecache._get_cpp_wrapper_header)": (
         None if torch_precompiles_cpp_headers() else "this torch precompiles no header"
     ),

@@ -263,3 +263,39 @@ def test_compiles_without_hooked_devices_share_the_fx_graph_cache_with_stock_tor
 
 def test_torch_version_matches_expectation() -> None:
     assert (tuple(int(p) for p in torch.__version__.split(".")[:2]) >= (2, 15)) == NATIVE_HOOKS
+
+
+def test_rebinding_reads_no_module_attribute_it_lacks() -> None:
+    """A module's ``__getattr__`` builds what it serves lazily (torch.utils.mkldnn's warns
+    on 2.15): rebinding a name reads each module's own namespace only."""
+    import types
+
+    from inductor_device_options._hook.install import rebind
+
+    asked: list[str] = []
+    lazy = types.ModuleType("torch._ido_lazy_module")
+    lazy.__getattr__ = lambda name: asked.append(name)  # type: ignore[attr-defined]
+    holder = types.ModuleType("torch._ido_holder_module")
+    original, replacement = object(), object()
+    holder.has_triton = original  # type: ignore[attr-defined]
+    sys.modules[lazy.__name__], sys.modules[holder.__name__] = lazy, holder
+    try:
+        rebind("has_triton", original, replacement)
+    finally:
+        del sys.modules[lazy.__name__], sys.modules[holder.__name__]
+    assert asked == []
+    assert holder.has_triton is replacement  # type: ignore[attr-defined]
+
+
+def test_importing_inductor_warns_no_more_than_without_the_package() -> None:
+    """What torch's import warns is torch's: the package's installers add no warning."""
+    code = "import torch._inductor.compile_fx, torch._inductor.graph"
+
+    def exit_status(disabled: bool) -> int:
+        env = {k: v for k, v in os.environ.items() if k != "INDUCTOR_DEVICE_OPTIONS_DISABLE"}
+        if disabled:
+            env["INDUCTOR_DEVICE_OPTIONS_DISABLE"] = "1"
+        command = [sys.executable, "-W", "error::FutureWarning", "-c", code]
+        return subprocess.run(command, env=env, capture_output=True, timeout=300).returncode
+
+    assert exit_status(disabled=False) == exit_status(disabled=True)

@@ -90,6 +90,10 @@ watcher: Any = None
 #: Whether a function was ever adopted into a chain: until one is, a lookup need not look
 #: at its thread's frames (the fast path). A flag: an adopted function runs without a lock.
 adopted_once: bool = False
+#: The ``torch._inductor.utils`` modules whose GPU_TYPES the is_gpu() backport decided on,
+#: by name: once, at their import, as torch 2.15 builds the list (_hook/install); kept by
+#: reset, as the list is.
+gpu_types_decided: set[str] = set()
 #: Whether a thread is inside the device module's _inductor_backend_init (_hook/backend_init,
 #: torch 2.15's ``_privateuse1_backend_init_in_progress``; guarded by Dynamo's compile lock).
 backend_init_in_progress: bool = False

@@ -46,3 +46,18 @@ COMPILE_FX_FUNCTION = "compile_fx"
 CODECACHE, CODECACHE_READY = "torch._inductor.codecache", "AotCodeCompiler"
 PACKAGE_LOADER, PACKAGE_LOADER_READY = "torch._inductor.package.package", "load_package"
 PT2_ARCHIVE, PT2_ARCHIVE_READY = "torch.export.pt2_archive._package", "load_pt2"
+
+# --- torch 2.15's hooks on a device's DeviceInterface and DeviceOpOverrides, asked where
+# torch before 2.15 hard-codes cuda and xpu (_hook/gpu_devices.py, _hook/device_properties.py,
+# _hook/triton_capable.py, _hook/gpu_cpp_wrapper.py backport them) ----------------------------
+#: ``GPU_TYPES`` (2.15: built from ``DeviceInterface.is_gpu()`` at this module's import),
+#: ``get_gpu_type`` and ``device_need_guard`` (2.15: asks ``exposes_streams()``).
+INDUCTOR_UTILS, GPU_TYPES = "torch._inductor.utils", "GPU_TYPES"
+GET_GPU_TYPE, DEVICE_NEED_GUARD = "get_gpu_type", "device_need_guard"
+#: ``DeviceProperties.create`` (2.15: asks ``DeviceInterface.get_multi_processor_count``).
+RUNTIME_HINTS, DEVICE_PROPERTIES = "torch._inductor.runtime.hints", "DeviceProperties"
+#: ``has_triton`` (2.15: asks each interface's ``is_triton_capable()``).
+TRITON_UTILS, HAS_TRITON = "torch.utils._triton", "has_triton"
+#: ``GraphLowering.codegen_with_cpp_wrapper`` (2.15: asks ``uses_gpu_cpp_wrapper()``).
+GRAPH, GRAPH_LOWERING = "torch._inductor.graph", "GraphLowering"
+CODEGEN_WITH_CPP_WRAPPER = "codegen_with_cpp_wrapper"

@@ -6,7 +6,8 @@ cuda and xpu): the ATen device type of the device's tensors (``codegen_device``,
 ``cpp_utils.device_to_aten``: torch 2.15's ``aten_device_type()``, which this package
 provides before 2.15); with AOTInductor, ``cpp_kernel_type()`` of the device the wrapper
 reports, declaring each C++ kernel of the model (``CppWrapperCpu.codegen_model_kernels``,
-torch 2.13 and 2.15); on torch 2.15, ``uses_gpu_cpp_wrapper()``. ``tests/peers/test_regdev.py``
+torch 2.13 and 2.15); ``uses_gpu_cpp_wrapper()`` on torch 2.15, and before where the device's
+overrides define it and the package provides the hook. ``tests/peers/test_regdev.py``
 records the calls of real builds against this list.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from .._hook.gpu_cpp_wrapper import graph_asks_overrides
 from .._lookup.registry import describe_callable
 from .._options.problems import Problem
 from .checks import Check, Context, check
@@ -34,7 +36,6 @@ class Asked(NamedTuple):
 def asked_methods(aot_mode: bool, reported: str | None, device_type: str) -> list[Asked]:
     """What the running torch calls of ``device_type``'s overrides in a build of the mode,
     the wrapper reporting ``reported``."""
-    from torch._inductor.codegen import common
 
     asked = [
         Asked("aten_device_type", "CppWrapperCpu.codegen_device, for the device's tensors", _aten)
@@ -42,7 +43,7 @@ def asked_methods(aot_mode: bool, reported: str | None, device_type: str) -> lis
     if aot_mode and reported in (None, device_type) and kernels_declared():
         caller = "CppWrapperCpu.codegen_model_kernels, declaring each kernel of the model"
         asked.append(Asked("cpp_kernel_type", caller, _called("cpp_kernel_type")))
-    if hasattr(common.DeviceOpOverrides, "uses_gpu_cpp_wrapper"):
+    if graph_asks_overrides(device_type):
         caller = "GraphLowering, for every device of the graph"
         asked.append(Asked("uses_gpu_cpp_wrapper", caller, _called("uses_gpu_cpp_wrapper")))
     return asked

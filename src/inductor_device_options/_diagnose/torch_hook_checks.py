@@ -1,17 +1,21 @@
 """The check ``torch_hooks``: how the device's backend meets torch 2.15's out-of-tree hooks
 on the running torch. Its PrivateUse1 device module's ``_inductor_backend_init`` registers
 it with Inductor (run first, by :func:`run_backend_init`, as a compile runs it); what its
-``DeviceOpOverrides`` and C++ wrapper codegen class define that this torch never asks
-(``uses_gpu_cpp_wrapper()`` before 2.15, an include method of another release) warns."""
+``DeviceOpOverrides``, ``DeviceInterface`` and C++ wrapper codegen class define that this
+torch never asks (``uses_gpu_cpp_wrapper()`` where the package could not provide it,
+``is_gpu()`` of an interface registered after ``GPU_TYPES`` was built, an include method of
+another release) warns."""
 
 from __future__ import annotations
 
 import inspect
 
 from .._hook.torch_hooks import (
+    USES_GPU_CPP_WRAPPER,
     device_include_path_names,
-    uses_gpu_cpp_wrapper_instead,
+    torch_hooks,
 )
+from .._lookup.interfaces import out_of_tree_interface
 from .._lookup.registry import describe_callable
 from .._options.problems import Problem
 from .backend_init_run import BackendInit
@@ -46,7 +50,12 @@ def check_torch_hooks(context: Context) -> Check:
         )
     found = [
         warning
-        for warning in (_not_registered(backend), _gpu_cpp_wrapper(device), _includes(device))
+        for warning in (
+            _not_registered(backend),
+            _gpu_cpp_wrapper(device),
+            _late_gpu(device),
+            _includes(device),
+        )
         if warning is not None
     ]
     if not found:
@@ -97,12 +106,13 @@ def _not_registered(backend: BackendInit | None) -> Finding | None:
 
 
 def _gpu_cpp_wrapper(device: str) -> Finding | None:
-    """``uses_gpu_cpp_wrapper()`` answered True to a torch that never asks it."""
+    """``uses_gpu_cpp_wrapper()`` answered True where nothing asks it."""
     import torch
     from torch._inductor.codegen import common
 
-    if hasattr(common.DeviceOpOverrides, "uses_gpu_cpp_wrapper"):
-        return None  # torch 2.15 asks it
+    hook = next(hook for hook in torch_hooks() if hook.name == USES_GPU_CPP_WRAPPER)
+    if hook.status != "left out":
+        return None  # torch 2.15 or the package asks it
     try:
         overrides = common.get_device_op_overrides(device)
     except KeyError:  # none registered
@@ -118,10 +128,37 @@ def _gpu_cpp_wrapper(device: str) -> Finding | None:
     version = torch.__version__
     return f"torch {version} never asks uses_gpu_cpp_wrapper()", Problem(
         f"{overrides_name}.uses_gpu_cpp_wrapper() returns True, which torch 2.15 asks "
-        f"and torch {version} never does (this package does not backport it): "
-        f"{uses_gpu_cpp_wrapper_instead(version)}, {device!r} included",
-        f"make the cpp_wrapper builds of {device!r} work with the CPU-style C++ wrapper on "
-        f"torch {version}, or require torch 2.15 for the GPU-style one",
+        f"and torch {version} does not here (the package's backport is left out: "
+        f"{hook.detail}), {device!r} included",
+        "restore torch's own GraphLowering.codegen_with_cpp_wrapper (the package's backport "
+        f"then asks the overrides), or make the cpp_wrapper builds of {device!r} work with the "
+        f"CPU-style C++ wrapper on torch {version}",
+    )
+
+
+def _late_gpu(device: str) -> Finding | None:
+    """``is_gpu()`` answers true, but ``GPU_TYPES`` was built before the interface was
+    registered: Inductor treats the device as no GPU, torch 2.15 included."""
+    from torch._inductor import utils
+
+    interface = out_of_tree_interface(device, "is_gpu")
+    if interface is None or device in utils.GPU_TYPES:
+        return None
+    try:
+        gpu = interface.is_gpu()  # type: ignore[attr-defined]
+    except Exception:  # torch never asked it either
+        return None
+    if not gpu:
+        return None
+    name = describe_callable(interface)
+    return f"{name}.is_gpu() is never asked", Problem(
+        f"{name}.is_gpu() returns True, but torch._inductor.utils.GPU_TYPES was built, as "
+        f"torch 2.15 builds it, when torch._inductor.utils was imported, before the interface "
+        f"was registered: Inductor treats {device!r} as no GPU (no device guards, "
+        "get_gpu_type() never answers it). Importing torch._dynamo imports that module",
+        f"leave is_gpu() out of {name}, or register it into torch._dynamo.device_interface."
+        "device_interfaces as soon as that module has executed (before torch._inductor.utils "
+        "builds GPU_TYPES)",
     )
 
 

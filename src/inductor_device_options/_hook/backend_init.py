@@ -34,7 +34,7 @@ from .._torch_names import (
     INIT_BACKEND_REGISTRATION,
 )
 from .backports import BACKPORT_MARK
-from .install import rebind
+from .install import DEVICE_HOOK_MODULES, install_imported, rebind
 
 # Imported with Inductor's codegen, so torch is imported already.
 _privateuse1_backend_name = torch._C._get_privateuse1_backend_name
@@ -74,6 +74,7 @@ def run_backend_init() -> None:
             hook()
         finally:
             _state.backend_init_in_progress = False
+        install_imported(DEVICE_HOOK_MODULES)  # for the interface and overrides it registered
 
 
 def _load_torchs_device_op_overrides() -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 from .. import _state
 from .._torch_names import CODECACHE, COMPILE_FX_FUNCTION
-from .install import rebind, torch_runs_backend_init
+from .install import DEVICE_HOOK_MODULES, install_imported, rebind, torch_runs_backend_init
 
 _MARK = "_inductor_device_options_compile_boundary"
 
@@ -60,6 +60,7 @@ def install(compile_fx: ModuleType) -> None:
 def begin_compile() -> None:
     """What a compile renews before it asks anything: identities, and ``get_system``."""
     _state.clear_group(_state.PER_COMPILE)
+    install_imported(DEVICE_HOOK_MODULES)  # an out-of-tree device registered since
     codecache = sys.modules.get(CODECACHE)
     if codecache is not None and hasattr(codecache, "CacheBase"):
         from .cache_keys import install as adopt_get_system

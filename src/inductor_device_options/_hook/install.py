@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _state
 from .._lookup.device_types import RESERVED_DEVICE_TYPES
+from .._lookup.interfaces import out_of_tree_interface_registered
 from .._torch_names import (
     BUILDER,
     CMAKE_WRITERS,
@@ -36,9 +37,15 @@ from .._torch_names import (
     COMPILE_FX_FUNCTION,
     CPP_BUILDER,
     CPP_UTILS,
+    DEVICE_PROPERTIES,
     DEVICE_TO_ATEN,
     DEVICE_TO_ATEN_FUNCTION,
     FUNCTION,
+    GPU_TYPES,
+    GRAPH,
+    GRAPH_LOWERING,
+    HAS_TRITON,
+    INDUCTOR_UTILS,
     INIT_BACKEND_REGISTRATION,
     NATIVE_BACKEND_INIT_FLAG,
     PACKAGE_LOADER,
@@ -46,6 +53,8 @@ from .._torch_names import (
     PT2_ARCHIVE,
     PT2_ARCHIVE_READY,
     REGISTER,
+    RUNTIME_HINTS,
+    TRITON_UTILS,
 )
 from .backports import (
     BACKPORT_MARK,
@@ -175,6 +184,11 @@ INSTALLERS = {
     CODECACHE: (f"{__package__}.codecache:install", CODECACHE_READY),
     PACKAGE_LOADER: (f"{__package__}.pt2_stamp:install_loader_check", PACKAGE_LOADER_READY),
     PT2_ARCHIVE: (f"{__package__}.pt2_stamp:install_loader_check", PT2_ARCHIVE_READY),
+    # torch 2.15's hooks asked where torch before 2.15 hard-codes cuda and xpu.
+    INDUCTOR_UTILS: (f"{__package__}.gpu_devices:install", GPU_TYPES),
+    RUNTIME_HINTS: (f"{__package__}.device_properties:install", DEVICE_PROPERTIES),
+    TRITON_UTILS: (f"{__package__}.triton_capable:install", HAS_TRITON),
+    GRAPH: (f"{__package__}.gpu_cpp_wrapper:install", GRAPH_LOWERING),
     # Inductor's compile worker pools: their processes import the package (_hook/workers.py).
     # torch 2.6's pool takes no pickler: it has no SubprocPickler, and nothing installs.
     "torch._inductor.compile_worker.subproc_pool": (
@@ -192,7 +206,46 @@ def _native_hook(module: ModuleType) -> bool:
         return native is not None and not getattr(native, BACKPORT_MARK, False)
     if module.__name__ == CODEGEN_COMMON:
         return torch_runs_backend_init()
+    if module.__name__ == INDUCTOR_UTILS:
+        return "_gpu_types" in module.__dict__  # 2.15 builds GPU_TYPES from is_gpu()
+    if module.__name__ == GRAPH:
+        return "_uses_gpu_cpp_wrapper" in module.__dict__
+    if module.__name__ == RUNTIME_HINTS:
+        create = module.__dict__[DEVICE_PROPERTIES].__dict__["create"].__func__
+        return calls(create, "get_multi_processor_count")
+    if module.__name__ == TRITON_UTILS:
+        return calls(module.__dict__[HAS_TRITON], "get_registered_device_interfaces")  # 2.15
     return False
+
+
+#: The modules whose backports of torch 2.15's hooks are asked in a compile alone, and act
+#: for out-of-tree devices alone: installed once the process has one, at their import, at
+#: each compile's start (_hook/compile_boundary) and after the device module's
+#: _inductor_backend_init (_hook/backend_init); in a process without one, never.
+DEVICE_HOOK_MODULES = (GRAPH,)
+
+
+def _device_needs(module: ModuleType) -> bool:
+    """Whether the process has an out-of-tree device that ``module``'s backport acts for.
+    ``DeviceProperties.create`` and ``has_triton`` are asked outside compiles too (Dynamo
+    asks ``has_triton`` while it traces): their backports are installed in every process."""
+    name = module.__name__
+    if name == INDUCTOR_UTILS:  # torch 2.15 decides GPU_TYPES once, at the import
+        first = name not in _state.gpu_types_decided
+        _state.gpu_types_decided.add(name)
+        return first and out_of_tree_interface_registered("is_gpu")
+    if name == GRAPH:
+        common = sys.modules.get(CODEGEN_COMMON)
+        overrides = common.__dict__.get("device_op_overrides_dict", {}) if common else {}
+        return any(not type(o).__module__.startswith("torch.") for o in overrides.values())
+    return True
+
+
+def calls(function: object, name: str) -> bool:
+    """Whether torch's (possibly cached) ``function`` itself calls ``name``: a torch whose
+    function asks a hook needs no backport of it."""
+    code = getattr(getattr(function, "__wrapped__", function), "__code__", None)
+    return code is not None and name in code.co_names
 
 
 def torch_runs_backend_init() -> bool:
@@ -206,7 +259,7 @@ def _install_into(module: ModuleType) -> None:
     installer, ready = INSTALLERS.get(module.__name__, ("", ""))
     if not installer or module.__dict__.get(ready) is None:
         return
-    if _native_hook(module):
+    if _native_hook(module) or not _device_needs(module):
         return
     module_name, function = installer.split(":")
     getattr(importlib.import_module(module_name), function)(module)
@@ -216,7 +269,11 @@ def rebind(name: str, original: object, replacement: object) -> None:
     """Put ``replacement`` wherever torch's modules bound ``original`` as ``name`` (a module
     that imported it by name before the package installed keeps no stale copy)."""
     for module_name, module in list(sys.modules.items()):
-        if module_name.startswith("torch.") and getattr(module, name, None) is original:
+        if not module_name.startswith("torch.") or not isinstance(module, ModuleType):
+            continue
+        # The module's own namespace, never getattr: a module's __getattr__ (torch.utils.mkldnn's
+        # on 2.15) would build what it serves lazily, with its warnings, for a name it lacks.
+        if module.__dict__.get(name) is original:
             module.__dict__[name] = replacement
 
 

@@ -8,9 +8,12 @@ from typing import Literal, NamedTuple
 
 from .._torch_names import (
     CODECACHE,
+    CODEGEN_WITH_CPP_WRAPPER,
     CPP_BUILDER,
     DEVICE_TO_ATEN,
     DEVICE_TO_ATEN_FUNCTION,
+    GRAPH_LOWERING,
+    HAS_TRITON,
     INIT_BACKEND_REGISTRATION,
     NATIVE_BACKEND_INIT_FLAG,
 )
@@ -23,6 +26,10 @@ GET_CPP_DEVICE_OPTIONS = "DeviceInterface.get_cpp_device_options"
 ATEN_DEVICE_TYPE_HOOK = "DeviceOpOverrides.aten_device_type"
 BACKEND_INIT_HOOK = "_inductor_backend_init"
 USES_GPU_CPP_WRAPPER = "DeviceOpOverrides.uses_gpu_cpp_wrapper"
+IS_GPU = "DeviceInterface.is_gpu"
+EXPOSES_STREAMS = "DeviceInterface.exposes_streams"
+GET_MULTI_PROCESSOR_COUNT = "DeviceInterface.get_multi_processor_count"
+IS_TRITON_CAPABLE = "DeviceInterface.is_triton_capable"
 DEVICE_INCLUDE_PATH = "CppWrapperCpu.get_device_include_path_jit/_aot"
 
 
@@ -44,8 +51,11 @@ def torch_hooks() -> list[TorchHook]:
     """torch 2.15's hooks on the running torch. Imports Inductor's codegen (about a second)."""
     import torch
     from torch._dynamo.device_interface import DeviceInterface
+    from torch._inductor import graph, utils
     from torch._inductor.codegen import common, cpp_utils
     from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
+    from torch._inductor.runtime import hints
+    from torch.utils import _triton
 
     from .install import INSTALLERS, install_imported
 
@@ -57,9 +67,10 @@ def torch_hooks() -> list[TorchHook]:
         _cpp_device_options(hasattr(DeviceInterface, "get_cpp_device_options"), version),
         _aten_device_type(cpp_utils.__dict__),
         _backend_init(common.__dict__),
-        TorchHook(USES_GPU_CPP_WRAPPER, "native", "GraphLowering asks the device's overrides")
-        if hasattr(common.DeviceOpOverrides, "uses_gpu_cpp_wrapper")
-        else TorchHook(USES_GPU_CPP_WRAPPER, "left out", uses_gpu_cpp_wrapper_instead(version)),
+        _uses_gpu_cpp_wrapper(common.DeviceOpOverrides, graph.__dict__[GRAPH_LOWERING]),
+        *_gpu_devices(DeviceInterface, utils.__dict__),
+        _multi_processor_count(DeviceInterface, hints.DeviceProperties),
+        _triton_capable(_triton.__dict__[HAS_TRITON]),
         _device_include_path(CppWrapperCpu),
     ]
 
@@ -68,9 +79,95 @@ def uses_gpu_cpp_wrapper_instead(version: str) -> str:
     """What torch before 2.15 does where 2.15 asks ``uses_gpu_cpp_wrapper()``."""
     return (
         f"torch {version} takes the GPU-style C++ wrapper path for cuda and xpu only, a list "
-        "inside GraphLowering.codegen_with_cpp_wrapper, whose body differs in every release: "
-        "any other device gets the CPU-style path"
+        "inside GraphLowering.codegen_with_cpp_wrapper: any other device gets the CPU-style path"
     )
+
+
+def _uses_gpu_cpp_wrapper(overrides: type, lowering: type) -> TorchHook:
+    if hasattr(overrides, "uses_gpu_cpp_wrapper"):
+        return TorchHook(
+            USES_GPU_CPP_WRAPPER, "native", "GraphLowering asks the device's overrides"
+        )
+    import torch
+
+    from .gpu_cpp_wrapper import recompiled
+
+    provided = (
+        "GraphLowering.codegen_with_cpp_wrapper is torch's own, its cuda/xpu list extended to "
+        "ask the overrides of an out-of-tree device (from a compile's start, once a process "
+        "has such overrides)"
+    )
+    method = lowering.__dict__.get(CODEGEN_WITH_CPP_WRAPPER)
+    if getattr(method, BACKPORT_MARK, False):
+        return TorchHook(USES_GPU_CPP_WRAPPER, "provided", provided)
+    if getattr(method, "__module__", None) != "torch._inductor.graph":
+        reason = f"GraphLowering.codegen_with_cpp_wrapper is {_named(method)}, not torch's"
+    elif recompiled(method, sys.modules["torch._inductor.graph"]) is None:  # type: ignore[arg-type]
+        reason = "its cuda/xpu list is not found in GraphLowering.codegen_with_cpp_wrapper"
+    else:  # installed at a compile's start once the process has such overrides
+        return TorchHook(USES_GPU_CPP_WRAPPER, "provided", provided)
+    instead = uses_gpu_cpp_wrapper_instead(torch.__version__)
+    return TorchHook(USES_GPU_CPP_WRAPPER, "left out", f"{reason}: {instead}")
+
+
+def _gpu_devices(interface: type, utils: dict[str, object]) -> list[TorchHook]:
+    if hasattr(interface, "is_gpu"):
+        return [
+            TorchHook(IS_GPU, "native", "utils.GPU_TYPES is built from it at utils' import"),
+            TorchHook(EXPOSES_STREAMS, "native", "utils.device_need_guard asks it of a GPU"),
+        ]
+    added = getattr(utils.get("get_gpu_type"), BACKPORT_MARK, False)
+    return [
+        TorchHook(
+            IS_GPU,
+            "provided",
+            "utils.GPU_TYPES takes the out-of-tree interfaces registered before "
+            "torch._inductor.utils is imported, as 2.15 builds it"
+            + ("" if added else " (none was: the list is torch's)"),
+        ),
+        TorchHook(
+            EXPOSES_STREAMS,
+            "provided",
+            "utils.device_need_guard asks it of a device GPU_TYPES took from is_gpu()",
+        ),
+    ]
+
+
+def _multi_processor_count(interface: type, properties: type) -> TorchHook:
+    if hasattr(interface, "get_multi_processor_count"):
+        return TorchHook(GET_MULTI_PROCESSOR_COUNT, "native", "DeviceProperties.create asks it")
+    if getattr(properties.__dict__["create"].__func__, BACKPORT_MARK, False):
+        return TorchHook(
+            GET_MULTI_PROCESSOR_COUNT,
+            "provided",
+            "DeviceProperties.create asks it of an out-of-tree device whose interface defines it",
+        )
+    from .device_properties import unknown_fields
+
+    fields = unknown_fields(properties)
+    reason = f"fields {fields} unknown to the backport" if fields else "create is not torch's"
+    return TorchHook(GET_MULTI_PROCESSOR_COUNT, "left out", f"DeviceProperties has {reason}")
+
+
+def _triton_capable(has_triton: object) -> TorchHook:
+    from .install import calls
+
+    if calls(has_triton, "get_registered_device_interfaces"):
+        return TorchHook(IS_TRITON_CAPABLE, "native", "has_triton() asks every interface")
+    if getattr(has_triton, BACKPORT_MARK, False):
+        return TorchHook(
+            IS_TRITON_CAPABLE,
+            "provided",
+            "has_triton() asks it of the out-of-tree interfaces after torch's fixed list",
+        )
+    return TorchHook(
+        IS_TRITON_CAPABLE, "left out", f"torch.utils._triton.has_triton is {_named(has_triton)}"
+    )
+
+
+def _named(function: object) -> str:
+    module = getattr(function, "__module__", None)
+    return f"{module}.{getattr(function, '__qualname__', function)}"
 
 
 def _cpp_device_options(native: bool, version: str) -> TorchHook:

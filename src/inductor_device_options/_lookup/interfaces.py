@@ -1,14 +1,21 @@
-"""torch 2.15's door: a device's ``DeviceInterface`` that defines ``get_cpp_device_options``.
+"""torch 2.15's doors on a device's ``DeviceInterface``: the methods a backend's interface
+defines itself (``get_cpp_device_options``, ``is_gpu``, ``get_multi_processor_count``, ...).
 
-Found through torch's own registry of device interfaces; asked by torch 2.15's function,
-and by the package's backport of it on earlier torch (``_hook/backports``).
+Found through torch's own registry of device interfaces; asked by torch 2.15, and by the
+package's backports of 2.15's hooks on earlier torch (``_hook/``).
 """
 
 from __future__ import annotations
 
 import inspect
+import sys
+from collections.abc import Iterator
 
 from .registry import describe_callable
+
+#: Where torch defines its own interfaces (cuda, xpu, mtia, cpu, mps, tpu): the backports
+#: never change what torch's own devices get.
+_TORCH_INTERFACES = "torch._dynamo.device_interface"
 
 
 def interface_defining_cpp_options(device_type: str) -> type | None:
@@ -20,13 +27,51 @@ def interface_defining_cpp_options(device_type: str) -> type | None:
         interface = device_interface.get_interface_for_device(device_type)
     except NotImplementedError:
         return None
-    own = inspect.getattr_static(interface, "get_cpp_device_options", None)
-    if own is None:
-        return None
-    inherited = inspect.getattr_static(
-        device_interface.DeviceInterface, "get_cpp_device_options", None
+    return interface if defines(interface, "get_cpp_device_options") else None
+
+
+def defines(interface: type, method: str) -> bool:
+    """Whether ``interface`` has ``method`` of its own: not the one of torch's base
+    ``DeviceInterface`` (which torch 2.15 gives every hook, with its default answer)."""
+    from torch._dynamo.device_interface import DeviceInterface
+
+    own = inspect.getattr_static(interface, method, None)
+    return own is not None and own is not inspect.getattr_static(DeviceInterface, method, None)
+
+
+def out_of_tree_interface_registered(method: str | None = None) -> bool:
+    """Whether torch's registry holds an out-of-tree interface (defining ``method``, if
+    given), without importing anything: no module registers one without importing the
+    registry first."""
+    if "torch._dynamo.device_interface" not in sys.modules:
+        return False
+    return any(
+        method is None or defines(interface, method) for _, interface in out_of_tree_interfaces()
     )
-    return None if own is inherited else interface
+
+
+def out_of_tree_interfaces() -> Iterator[tuple[str, type]]:
+    """The registered interfaces torch does not define itself, by device type, in the
+    registry's order; indexed names (``"npu:0"``) skipped, as torch 2.15 skips them.
+
+    Read from torch's registry without registering torch's own interfaces first
+    (``init_device_reg``), which torch does lazily: when it does is unchanged."""
+    from torch._dynamo import device_interface
+
+    for name, interface in list(device_interface.device_interfaces.items()):
+        if ":" not in name and interface.__module__ != _TORCH_INTERFACES:
+            yield name, interface
+
+
+def out_of_tree_interface(device_type: str, method: str) -> type | None:
+    """The device's registered interface, if torch does not define it and it defines
+    ``method`` itself: the device a backport of that hook answers for."""
+    from torch._dynamo import device_interface
+
+    interface = device_interface.device_interfaces.get(device_type)
+    if interface is None or interface.__module__ == _TORCH_INTERFACES:
+        return None
+    return interface if defines(interface, method) else None
 
 
 def interface_description(interface: type) -> str:

@@ -4,10 +4,11 @@ report, which is what selects the device's headers and C++ options.
 
 Written once against torch 2.15's out-of-tree contract, with no branch on torch's
 version: torch calls :func:`register_inductor_backend` through the device module's
-``_inductor_backend_init`` before the device's first compile, and the generated C++
-names the device's ATen type from ``aten_device_type()`` (before 2.15 this package
-provides both hooks). Importing this module imports ``torch._inductor``: only that
-hook does.
+``_inductor_backend_init`` before the device's first compile, the generated C++
+names the device's ATen type from ``aten_device_type()``, and the device answers 2.15's
+other hooks as a host-memory device does: not a GPU, no streams, no Triton, the CPU-style
+C++ wrapper, the host's cores as compute units (before 2.15 this package provides them).
+Importing this module imports ``torch._inductor``: only that hook does.
 """
 
 # torch's Inductor codegen classes are not typed: calls into them need
@@ -56,6 +57,10 @@ class SampledevDeviceOpOverrides(DeviceOpOverrides):
     def aten_device_type(self) -> str:
         # The generated C++ caches the device type with aoti_torch_device_type_privateuse1().
         return "at::kPrivateUse1"
+
+    def uses_gpu_cpp_wrapper(self) -> bool:
+        # C++ kernels, nothing to autotune: the C++ wrapper is written in one pass, as cpu's.
+        return False
 
 
 class SampledevPythonWrapperCodegen(PythonWrapperCodegen):
@@ -176,6 +181,20 @@ class SampledevDeviceInterface(DeviceInterface):
     @staticmethod
     def is_triton_capable(device: torch.types.Device = None) -> bool:
         return False
+
+    @staticmethod
+    def is_gpu() -> bool:
+        # Host memory and CPU kernels: Inductor treats it as it treats cpu (no device guards).
+        return False
+
+    @classmethod
+    def exposes_streams(cls) -> bool:
+        return False
+
+    @classmethod
+    def get_multi_processor_count(cls, device: torch.types.Device = None) -> int:
+        # Inductor sizes reductions by the compute units: the host's cores.
+        return os.cpu_count() or 1
 
 
 def register_inductor_backend() -> None:
