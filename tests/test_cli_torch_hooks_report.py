@@ -69,6 +69,7 @@ def test_torch_hooks_is_public_and_covers_torch_2_15_s_hooks() -> None:
         "DeviceInterface.get_cpp_device_options",
         "DeviceOpOverrides.aten_device_type",
         "_inductor_backend_init",
+        "DeviceInterface.get_cache_system_info",
         "DeviceOpOverrides.uses_gpu_cpp_wrapper",
         "DeviceInterface.is_gpu",
         "DeviceInterface.exposes_streams",

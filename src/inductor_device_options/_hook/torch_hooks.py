@@ -30,6 +30,7 @@ IS_GPU = "DeviceInterface.is_gpu"
 EXPOSES_STREAMS = "DeviceInterface.exposes_streams"
 GET_MULTI_PROCESSOR_COUNT = "DeviceInterface.get_multi_processor_count"
 IS_TRITON_CAPABLE = "DeviceInterface.is_triton_capable"
+GET_CACHE_SYSTEM_INFO = "DeviceInterface.get_cache_system_info"
 DEVICE_INCLUDE_PATH = "CppWrapperCpu.get_device_include_path_jit/_aot"
 
 
@@ -67,6 +68,13 @@ def torch_hooks() -> list[TorchHook]:
         _cpp_device_options(hasattr(DeviceInterface, "get_cpp_device_options"), version),
         _aten_device_type(cpp_utils.__dict__),
         _backend_init(common.__dict__),
+        TorchHook(GET_CACHE_SYSTEM_INFO, "native", "CacheBase.get_system() asks every interface")
+        if hasattr(DeviceInterface, "get_cache_system_info")
+        else TorchHook(
+            GET_CACHE_SYSTEM_INFO,
+            "provided",
+            "CacheBase.get_system(), wrapped, asks every registered, available interface",
+        ),
         _uses_gpu_cpp_wrapper(common.DeviceOpOverrides, graph.__dict__[GRAPH_LOWERING]),
         *_gpu_devices(DeviceInterface, utils.__dict__),
         _multi_processor_count(DeviceInterface, hints.DeviceProperties),
