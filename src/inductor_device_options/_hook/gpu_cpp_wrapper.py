@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import sys
 import textwrap
 from collections.abc import Callable, Iterable
 from types import FunctionType, ModuleType
@@ -132,8 +133,6 @@ def _asks(device: str) -> bool:
 def graph_asks_overrides(device: str) -> bool:
     """Whether ``GraphLowering`` asks ``device``'s overrides ``uses_gpu_cpp_wrapper()``:
     torch 2.15 always, the package's backport where the overrides define it."""
-    import sys
-
     from torch._inductor.codegen import common
 
     if hasattr(common.DeviceOpOverrides, HOOK):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Literal, NamedTuple
 
+from .._lookup.registry import describe_callable
 from .._torch_names import (
     CODECACHE,
     CODEGEN_WITH_CPP_WRAPPER,
@@ -109,7 +110,9 @@ def _uses_gpu_cpp_wrapper(overrides: type, lowering: type) -> TorchHook:
     if getattr(method, BACKPORT_MARK, False):
         return TorchHook(USES_GPU_CPP_WRAPPER, "provided", provided)
     if getattr(method, "__module__", None) != "torch._inductor.graph":
-        reason = f"GraphLowering.codegen_with_cpp_wrapper is {_named(method)}, not torch's"
+        reason = (
+            f"GraphLowering.codegen_with_cpp_wrapper is {describe_callable(method)}, not torch's"
+        )
     elif recompiled(method, sys.modules["torch._inductor.graph"]) is None:  # type: ignore[arg-type]
         reason = "its cuda/xpu list is not found in GraphLowering.codegen_with_cpp_wrapper"
     else:  # installed at a compile's start once the process has such overrides
@@ -169,13 +172,10 @@ def _triton_capable(has_triton: object) -> TorchHook:
             "has_triton() asks it of the out-of-tree interfaces after torch's fixed list",
         )
     return TorchHook(
-        IS_TRITON_CAPABLE, "left out", f"torch.utils._triton.has_triton is {_named(has_triton)}"
+        IS_TRITON_CAPABLE,
+        "left out",
+        f"torch.utils._triton.has_triton is {describe_callable(has_triton)}",
     )
-
-
-def _named(function: object) -> str:
-    module = getattr(function, "__module__", None)
-    return f"{module}.{getattr(function, '__qualname__', function)}"
 
 
 def _cpp_device_options(native: bool, version: str) -> TorchHook:
