@@ -23,8 +23,8 @@ PACKAGE = ROOT / "src" / "inductor_device_options"
 
 MODULE_LINES_LIMIT = 400
 FUNCTION_LINES_LIMIT = 60
-RUNTIME_LINES_LIMIT = 2800
-PUBLIC_NAMES_LIMIT = 22
+RUNTIME_LINES_LIMIT = 3100
+PUBLIC_NAMES_LIMIT = 23
 
 #: The rooms (subpackages with a ``/``, top-level modules, and ``__init__``: the package's
 #: face), from the top layer down. A room imports rooms of lower layers only, never one of

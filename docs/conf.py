@@ -32,7 +32,7 @@ extensions = [
 source_suffix = {".md": "markdown"}
 root_doc = "index"
 # _generated/ holds files the pages include (tables written by nox and benchmarks/run.py).
-exclude_patterns = ["_build", "_generated", "_ext"]
+exclude_patterns = ["_build", "_generated", "_ext", "_shared"]
 
 myst_heading_anchors = 3
 myst_enable_extensions = ["deflist"]

@@ -102,6 +102,7 @@ DOCTOR_CHECKS = (
     "shadowed_headers",
     "libraries",
     "cache_keys",
+    "provider_doors",
     "probe_build",
     "probe_load",
 )

@@ -103,7 +103,7 @@ CHECK_NAMES = list(DOCTOR_CHECKS)
 #: What doctor cannot check of a device whose backend is not imported (these devices).
 NO_BACKEND = ("device_asked", "overrides", "c_shim")
 #: The statuses where the options cannot be computed: what needs them is skipped.
-OPTIONS_FAILED = ["pass", "pass", "skip", "skip", "fail"] + ["skip"] * 9
+OPTIONS_FAILED = ["pass", "pass", "skip", "skip", "fail"] + ["skip"] * 10
 # Every device a provider of these tests serves: the SDK has Inductor's headers for each.
 SDK_DEVICES = [*ENTRY_POINTS, "mydev", "flagdev", "utfdev", "alldev", "otherdev"]
 SOURCE_KEYS = {"device_type", "kind", "source", "description", "guaranteed"}
@@ -116,6 +116,7 @@ KEYS = {
         "hook",
         "devices",
         "torch_hooks",
+        "provider_doors",
         "invalid_declarations",
         "declaration_conflicts",
         "not_asked",
@@ -123,8 +124,18 @@ KEYS = {
         "notes",
     },
     "show": DEVICE_KEYS
-    | {"compile_only", "options", "commands", "asked", "notes", "torch_hooks", "sdk_identity"},
-    "doctor": DEVICE_KEYS | {"ok", "exit_code", "checks", "notes", "torch_hooks"},
+    | {
+        "compile_only",
+        "options",
+        "commands",
+        "asked",
+        "notes",
+        "torch_hooks",
+        "provider_doors",
+        "sdk_identity",
+        "declared_doors",
+    },
+    "doctor": DEVICE_KEYS | {"ok", "exit_code", "checks", "notes", "torch_hooks", "provider_doors"},
     "doctor-all": COMMON_KEYS | {"aot_mode", "ok", "exit_code", "devices", "notes"},
 }
 SOURCES = {"registration", "entry point", "device interface", "torch"}
@@ -471,7 +482,7 @@ def test_doctor_names_a_missing_include_dir_in_plain_text(
         "FAIL",
         "PASS",
         "SKIP",
-        *["PASS"] * 5,
+        *["PASS"] * 6,
     ]
     assert lines[-1] == f"1 of {len(CHECK_NAMES)} checks failed."
 
@@ -497,7 +508,7 @@ def test_flags_are_well_formed_only_if_g_plus_plus_gets_them_as_meant(
     """A response file, and a library dir whose real path has a space: neither is what the
     provider wrote reaching g++ as one argument. No probe is built with them."""
     rsp = checks_of(json_of(doctors["response_file"], "doctor", 1))
-    assert [check["status"] for check in rsp.values()][4:] == ["pass", "fail"] + ["skip"] * 8
+    assert [check["status"] for check in rsp.values()][4:] == ["pass", "fail"] + ["skip"] * 9
     [problem] = rsp["flags"]["problems"]
     assert problem["cause"].startswith(
         f"definitions[1] = '@{site}/clidev_sdk/rsp' reaches g++ as the argument "

@@ -664,6 +664,36 @@ def test_a_c_shim_without_addmm_fails_naming_the_function_and_where_to_declare_i
     assert declared.status == "pass", declared
 
 
+def test_a_declared_shim_op_the_sdk_does_not_declare_fails_c_shim_naming_it(
+    sdk: Sdk, tmp_path: Path, asked_backend: Callable[[type[CppWrapperCpu]], None]
+) -> None:
+    asked_backend(_ReportingWrapper)
+    include = tmp_path / "shims"
+    write_inductor_headers(include, "acmeasked")
+    callback = provider(sdk, runpath=True, inductor_headers=False, include_dirs_first=(include,))
+    callback.aoti_shim_ops = {"aten.histc.default"}  # type: ignore[attr-defined]
+    checks = doctor("acmeasked", callback, tmp_path / "work")
+    check = checks["c_shim"]
+    function = "aoti_torch_acmeasked_histc"
+    assert (check.status, check.summary) == ("fail", f"1 of 4 not declared: {function}")
+    [problem] = check.problems
+    assert f"calls {function} for aten.histc.default, declared in the provider's aoti_shim_ops" in (
+        problem.cause
+    )
+    assert "or remove aten.histc.default from the provider's aoti_shim_ops" in problem.fix
+    assert checks["provider_doors"].status in ("pass", "warn")
+    header = include / inductor_headers_for("acmeasked")["cpp_wrapper"]
+    with header.open("a") as declaring:
+        declaring.write(
+            f'\nextern "C" AOTITorchError {function}(AtenTensorHandle self, int64_t bins, '
+            "double min, double max, AtenTensorHandle* ret0);\n"
+        )
+    for path in inductor_headers_for("acmeasked").values():
+        (include / path).write_text(header.read_text())
+    declared = doctor("acmeasked", callback, tmp_path / "again")["c_shim"]
+    assert (declared.status, declared.summary.endswith(f"{function} declared")) == ("pass", True)
+
+
 @pytest.mark.parametrize("aot_mode", [False, True], ids=["cpp_wrapper", "aot"])
 def test_overrides_without_cpp_kernel_type_fail_where_aotinductor_asks_it(
     sdk: Sdk,

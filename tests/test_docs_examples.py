@@ -60,7 +60,7 @@ DOCUMENTS = sorted(
         *(
             path
             for path in (ROOT / "docs").rglob("*.md")
-            if not {"_build", "_generated"} & set(path.relative_to(ROOT / "docs").parts)
+            if not {"_build", "_generated", "_shared"} & set(path.relative_to(ROOT / "docs").parts)
         ),
     ]
 )

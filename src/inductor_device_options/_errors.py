@@ -137,6 +137,50 @@ class InvalidProviderError(CppDeviceOptionsError, TypeError):
     """
 
 
+class InvalidProviderAttributeError(InvalidProviderError):
+    """One of a provider's per-device doors (``removed_cflags``, ``aoti_shim_ops``,
+    ``inductor_headers``, ``cache_key_details``, ``aoti_runner``, ``sdk_identity``) holds or
+    gives what the door cannot use.
+
+    Raised where the door is asked (a build, a compile's cache key, ``aot_load``), before
+    anything reaches g++, for the declaring device only.
+
+    Args:
+        message: What is wrong and what to do.
+        device_type: The device whose provider carries the attribute.
+        description: The provider's description.
+        attribute: The attribute's name (``"removed_cflags"``...).
+        value: What the attribute holds or gave.
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> def options(device_type, aot_mode, compile_only):
+        ...     return ido.default_cpp_device_options(device_type, aot_mode, compile_only)
+        >>> options.removed_cflags = "march=native"  # one str, not a list of them
+        >>> ido.register_cpp_device_options("mydev", options)
+        >>> ido.introspection.declared_doors("mydev")
+        Traceback (most recent call last):
+        ...
+        inductor_device_options...InvalidProviderAttributeError: ... its removed_cflags ...
+        >>> ido.unregister_cpp_device_options("mydev")
+        True
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        device_type: str | None = None,
+        description: str | None = None,
+        fix: str | None = None,
+        attribute: str,
+        value: object = None,
+    ):
+        super().__init__(message, device_type=device_type, description=description, fix=fix)
+        self.attribute = attribute
+        self.value = value
+
+
 class InvalidCppDeviceOptionsError(CppDeviceOptionsError, ValueError):
     """A provider returned options the compiler command line would reject or misread.
 

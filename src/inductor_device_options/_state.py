@@ -114,6 +114,12 @@ class _ThisThread(threading.local):
         #: Whether the package asks Inductor's function for a device's SDK identity, not for
         #: a build (_hook/device_identity): doctor's recorder leaves such questions out.
         self.asking_for_identity = False
+        #: How many of the cache_key_details door's wrappers of a details ``__init__`` run
+        #: (_hook/cache_key_details): the outermost asks the providers.
+        self.keying_cache_details = 0
+        #: The ops torch's fallback-op list holds for this thread's FallbackKernel codegen
+        #: under way (_hook/shim_ops): the declaring device's shim ops.
+        self.shim_ops_listed: frozenset[str] = frozenset()
 
 
 this_thread = _ThisThread()

@@ -61,3 +61,18 @@ TRITON_UTILS, HAS_TRITON = "torch.utils._triton", "has_triton"
 #: ``GraphLowering.codegen_with_cpp_wrapper`` (2.15: asks ``uses_gpu_cpp_wrapper()``).
 GRAPH, GRAPH_LOWERING = "torch._inductor.graph", "GraphLowering"
 CODEGEN_WITH_CPP_WRAPPER = "codegen_with_cpp_wrapper"
+
+# --- the per-device doors of a provider (issue 48: _hook/removed_cflags.py, _hook/shim_ops.py,
+# _hook/device_headers.py, _hook/cache_key_details.py, _hook/aot_load.py) ------------------------
+#: ``FallbackKernel.codegen`` decides between an op's C shim and the proxy executor /
+#: ``aoti_torch_call_dispatcher`` by ``torchgen.aoti.fallback_ops.inductor_fallback_ops``.
+IR, FALLBACK_KERNEL = "torch._inductor.ir", "FallbackKernel"
+FALLBACK_OPS_MODULE, FALLBACK_OPS = "torchgen.aoti.fallback_ops", "inductor_fallback_ops"
+#: The C++ wrapper codegen: the device's header (2.13+: ``get_device_include_path_jit/_aot``;
+#: 2.6: ``write_header``'s C shim include).
+CPP_WRAPPER_CPU, CPP_WRAPPER_CPU_CLASS = "torch._inductor.codegen.cpp_wrapper_cpu", "CppWrapperCpu"
+#: AOTAutograd's cache key details (the FX graph's are ``codecache.FxGraphHashDetails``).
+AUTOGRAD_CACHE = "torch._functorch._aot_autograd.autograd_cache"
+AUTOGRAD_CACHE_DETAILS = "AOTAutogradCacheDetails"
+#: ``torch._export.aot_load``: the legacy AOTInductor ``.so`` loader (cpu/cuda/xpu/mps only).
+EXPORT, AOT_LOAD = "torch._export", "aot_load"

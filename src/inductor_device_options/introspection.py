@@ -15,6 +15,8 @@ from typing import Literal, NamedTuple
 
 from ._hook import sources as _sources
 from ._hook.chain import AdoptedFunction
+from ._hook.door_report import DOOR_NAMES, ProviderDoor, described_door
+from ._hook.door_report import provider_doors as _provider_doors
 from ._hook.serve import current_installation
 from ._hook.torch_hooks import TorchHook
 from ._hook.torch_hooks import torch_hooks as _torch_hooks
@@ -26,10 +28,13 @@ from ._torch_names import FUNCTION, REGISTER
 __all__ = [
     "DeviceOptionsSource",
     "HookState",
+    "ProviderDoor",
     "TorchHook",
+    "declared_doors",
     "device_options_source",
     "hook_state",
     "known_device_options_sources",
+    "provider_doors",
     "registered_device_types",
     "torch_hooks",
 ]
@@ -201,3 +206,49 @@ def torch_hooks() -> list[TorchHook]:
         DeviceOpOverrides.aten_device_type: ... (cpp_utils...)
     """
     return _torch_hooks()
+
+
+def provider_doors() -> list[ProviderDoor]:
+    """A provider's per-device doors (``removed_cflags``, ``aoti_shim_ops``,
+    ``inductor_headers``, ``cache_key_details``, ``aoti_runner``) on the running torch: each
+    ``acts``, or ``acts in part`` where this release lacks some of the code it acts on
+    (``detail`` says what). Imports the torch modules the doors act on (about a second).
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> [door.name for door in ido.introspection.provider_doors()]
+        ['removed_cflags', 'aoti_shim_ops', 'inductor_headers', 'cache_key_details', 'aoti_runner']
+    """
+    return _provider_doors()
+
+
+def declared_doors(device_type: str) -> dict[str, str]:
+    """What the provider serving ``device_type`` through the package's own door declares of
+    its per-device doors, each asked as the door asks it (``aoti_runner``: that it can be
+    called), for people; empty where it declares none or torch's doors serve the device.
+
+    Raises:
+        InvalidProviderAttributeError: a door cannot use what the provider declares.
+
+    Example:
+        >>> import inductor_device_options as ido
+        >>> def options(device_type, aot_mode, compile_only):
+        ...     return ido.default_cpp_device_options(device_type, aot_mode, compile_only)
+        >>> options.removed_cflags = ["march=native"]
+        >>> ido.register_cpp_device_options("mydev", options)
+        >>> ido.introspection.declared_doors("mydev")
+        {'removed_cflags': "['march=native']"}
+        >>> ido.unregister_cpp_device_options("mydev")
+        True
+    """
+    from ._hook.provider_doors import door_source
+
+    source = door_source(normalize_device_type(device_type))
+    if source is None:
+        return {}
+    provider, device, description = source.provider, source.device_type, source.description
+    return {
+        name: described_door(name, provider, device, description)
+        for name in DOOR_NAMES
+        if getattr(provider, name, None) is not None
+    }

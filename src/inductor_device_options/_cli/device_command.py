@@ -29,6 +29,7 @@ from .output import (
     Document,
     Output,
     Style,
+    provider_doors_document,
     source_document,
     torch_hooks_document,
 )
@@ -89,6 +90,7 @@ def device_command(
                 **({"compile_only": args.compile_only} if "compile_only" in args else {}),
                 "source": source_document(source),
                 "torch_hooks": torch_hooks_document(),
+                "provider_doors": provider_doors_document(),
                 **placeholders,
                 "error": None,
             }

@@ -24,6 +24,8 @@ from .output import (
     Output,
     Style,
     header,
+    provider_doors_document,
+    provider_doors_lines,
     source_document,
     torch_hooks_document,
     torch_hooks_lines,
@@ -47,6 +49,7 @@ def list_command(args: argparse.Namespace, output: Output) -> int:
     for source in sources:
         print(f"{source.device_type:<{width}}  {source.kind:<{kinds}}  {source.description}")
     print("\n" + "\n".join(torch_hooks_lines(style)))
+    print("\n" + "\n".join(provider_doors_lines(style)))
     sections = [
         ("Ignored declarations:", [d.describe() for d in _entry_points.invalid_declarations()]),
         (
@@ -86,6 +89,7 @@ def _print_document(output: Output, sources: Sequence[DeviceOptionsSource]) -> N
         },
         devices=[source_document(source) for source in sources],
         torch_hooks=torch_hooks_document(),
+        provider_doors=provider_doors_document(),
         invalid_declarations=[
             _declaration_json(declaration) for declaration in _entry_points.invalid_declarations()
         ],

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import TextIO
 
 from .. import __version__
-from ..introspection import DeviceOptionsSource, hook_state, torch_hooks
+from ..introspection import DeviceOptionsSource, hook_state, provider_doors, torch_hooks
 
 PROG = "inductor-device-options"
 
@@ -156,3 +156,20 @@ def torch_hooks_line(style: Style, device: str) -> str:
 def torch_hooks_document() -> list[Document]:
     """The JSON of torch 2.15's hooks: ``name``, ``status`` and ``detail`` each."""
     return [hook._asdict() for hook in torch_hooks()]
+
+
+def provider_doors_lines(style: Style) -> list[str]:
+    """The text section on a provider's per-device doors: what each acts on in the running
+    torch, or what this release lacks for it."""
+    doors = provider_doors()
+    paint = {"acts": style.ok, "acts in part": style.skip}
+    width = max(len(door.status) for door in doors)
+    return [style.bold("a provider's per-device doors:")] + [
+        f"  {paint[door.status](f'{door.status:<{width}}')}  {door.name}: {door.detail}"
+        for door in doors
+    ]
+
+
+def provider_doors_document() -> list[Document]:
+    """The JSON of the per-device doors: ``name``, ``status`` and ``detail`` each."""
+    return [door._asdict() for door in provider_doors()]

@@ -1,6 +1,6 @@
 """``inductor-device-options show DEVICE``: the seven lists Inductor gets for the device,
-the commands Inductor's own ``CppBuilder`` renders with them, and the device's SDK identity
-with the caches that key on it."""
+the commands Inductor's own ``CppBuilder`` renders with them, the device's SDK identity
+with the caches that key on it, and the per-device doors its provider declares."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from .._diagnose.cache_keying import cache_keying
 from .._diagnose.probe import probe_commands
 from .._hook.lookups import get_cpp_device_options
 from .._options.model import FIELDS, CppDeviceOptions
+from ..introspection import declared_doors
 from .device_command import DeviceRun, device_command, fail, modes
-from .output import EXIT_FAILED, EXIT_OK, Style, header, torch_hooks_lines
+from .output import EXIT_FAILED, EXIT_OK, Style, header, provider_doors_lines, torch_hooks_lines
 
 
 def show(run: DeviceRun) -> int:
@@ -21,6 +22,7 @@ def show(run: DeviceRun) -> int:
         options = get_cpp_device_options(args.device, args.aot, args.compile_only)
         commands = probe_commands(args.device, args.aot, args.compile_only, run.work)
         keying = cache_keying(args.device)
+        declared = declared_doors(args.device)
     except KeyboardInterrupt:
         raise
     except BaseException as error:  # SystemExit(0) from a provider is a failure, not success
@@ -31,6 +33,7 @@ def show(run: DeviceRun) -> int:
         commands=commands._asdict(),
         asked=asked._asdict(),
         sdk_identity=keying.document(),
+        declared_doors=declared,
     )
     if args.json:
         run.output.print_json("show", **run.document)
@@ -48,7 +51,11 @@ def show(run: DeviceRun) -> int:
         print(f"{style.bold('link')} (compile_only=False):")
         print(f"  {commands.link}")
     print("\n" + "\n".join(keying.describe()))
+    print(style.bold("\nper-device doors the provider declares:"))
+    for name, said in declared.items() or [("", style.dim("(none)"))]:
+        print(f"  {name}: {said}" if name else f"  {said}")
     print("\n" + "\n".join(torch_hooks_lines(style)))
+    print("\n" + "\n".join(provider_doors_lines(style)))
     return EXIT_OK
 
 
@@ -62,5 +69,11 @@ def _print_options(style: Style, options: CppDeviceOptions) -> None:
 
 
 show_entry = device_command(
-    "show", show, options=None, commands=None, asked=None, sdk_identity=None
+    "show",
+    show,
+    options=None,
+    commands=None,
+    asked=None,
+    sdk_identity=None,
+    declared_doors=None,
 )

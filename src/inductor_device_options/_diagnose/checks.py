@@ -47,6 +47,7 @@ CHECKS: dict[str, str] = {
     "shadowed_headers": "no shadowed headers",
     "libraries": "libraries found",
     "cache_keys": "the SDK identity keys Inductor's caches",
+    "provider_doors": "the provider's per-device doors",
     "probe_build": "probe compiles and links",
     "probe_load": "probe loads",
     # With --aot only (soname_checks.py, cmake_checks.py, aoti_weights.py).

@@ -4,8 +4,8 @@ Computes only: ``_cli/`` prints.
 
 The checks themselves are in ``hook_checks``, ``torch_hook_checks``, ``overrides_checks``,
 ``options_checks``, ``path_checks``, ``header_checks``, ``shim_checks``, ``cache_key_checks``,
-``probe_checks``, ``soname_checks``, ``cmake_checks`` and ``aoti_weights``; what a check is,
-in ``checks``.
+``door_checks``, ``probe_checks``, ``soname_checks``, ``cmake_checks`` and ``aoti_weights``;
+what a check is, in ``checks``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from .backend_init_run import BackendInit, run_backend_init
 from .cache_key_checks import check_cache_keys
 from .checks import COMPILE_CHECKS, Check, Context, check, check_names
 from .cmake_checks import check_cmake_project
+from .door_checks import check_provider_doors
 from .header_checks import check_headers, check_shadowed_headers
 from .hook_checks import check_device_asked, check_hook
 from .module_load import FreshPython
@@ -81,12 +82,12 @@ def run_doctor(
         check_shadowed_headers,
         check_libraries,
         check_cache_keys,
+        check_provider_doors,
         lambda context: check_probe_build(context, progress),
         lambda context: check_probe_load(context, progress),
     ]
     if aot_mode:
-        steps.append(check_library_sonames)
-        steps.append(lambda context: check_cmake_project(context, progress))
+        steps += [check_library_sonames, lambda c: check_cmake_project(c, progress)]
         steps.append(check_aoti_weights)
     if aot_mode and not compile:
         steps.append(_aoti_runner_not_checked)

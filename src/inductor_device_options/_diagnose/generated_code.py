@@ -13,7 +13,7 @@ codegen reports, later torch after the kernel's device).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
@@ -57,9 +57,15 @@ def _identity(x: object) -> object:
     return x
 
 
-def generated_code(device_type: str, aot_mode: bool) -> GeneratedCode | None:
+def generated_code(
+    device_type: str, aot_mode: bool, shim_ops: Iterable[str] = ()
+) -> GeneratedCode | None:
     """What the registered codegen writes for ``device_type``; None where no C++ wrapper
-    codegen is registered for it in this process. Raises what creating it raises."""
+    codegen is registered for it in this process. Raises what creating it raises.
+
+    ``shim_ops``: the ``aten.<op>.<overload>`` ops the provider's ``aoti_shim_ops`` declares,
+    whose C shims the generated code calls too (keyed by the op), named as torch names a
+    fallback kernel's (``set_cpp_kernel_name``: ``at::_ops::<op>[_<overload>]::call``)."""
     from torch._inductor.codegen.common import get_wrapper_codegen_for_device
 
     from .._lookup.registry import describe_callable
@@ -75,8 +81,14 @@ def generated_code(device_type: str, aot_mode: bool) -> GeneratedCode | None:
         header = wrapper.header.getvalue()
         name_of = wrapper.get_c_shim_func_name
         takes_device = len(inspect.signature(name_of).parameters) > 1
+        kernels = {**EXTERN_KERNELS, **{op: _fallback_kernel_name(op) for op in sorted(shim_ops)}}
         shim_functions = {
             short: str(name_of(kernel, device_type) if takes_device else name_of(kernel))
-            for short, kernel in EXTERN_KERNELS.items()
+            for short, kernel in kernels.items()
         }
     return GeneratedCode(describe_callable(codegen), header, shim_functions)
+
+
+def _fallback_kernel_name(op: str) -> str:
+    _, name, overload = op.split(".")
+    return f"at::_ops::{name if overload == 'default' else f'{name}_{overload}'}::call"

@@ -5,8 +5,7 @@ Which headers: Inductor's C++ wrapper for a device includes what the device's wr
 codegen class names (``get_device_include_path_jit`` / ``_aot`` from torch 2.13 on,
 ``get_device_include_path`` before, which reads ``V.graph.aot_mode``); torch 2.6's
 ``CppWrapperCpu.write_header`` includes ``aoti_torch/generated/c_shim_<device>.h`` in both
-modes. Where the backend has not registered its class in this process (a backend that
-cannot be imported without its hardware), its provider can say what the class includes:
+modes. A provider can declare the headers instead of torch's default:
 
     def cpp_device_options(device_type, aot_mode, compile_only): ...
 
@@ -16,9 +15,13 @@ cannot be imported without its hardware), its provider can say what the class in
     cpp_device_options.inductor_headers = inductor_headers
 
 ``inductor_headers(device_type, aot_mode)`` returns header names as written between
-``<`` and ``>``, in the order the generated code includes them (a DeviceInterface that
-defines ``get_cpp_device_options`` may carry the same attribute). Otherwise torch's own
-default applies (``CppWrapperCpu``'s method).
+``<`` and ``>``, in the order the generated code includes them; the package's door
+(``_hook/device_headers``) includes them, and torch precompiles the first. A wrapper class
+that overrides torch's include method (2.13 on) still wins; otherwise the declaration
+applies, whether or not the backend registered its class in this process (a backend that
+cannot be imported without its hardware); otherwise torch's own default
+(``CppWrapperCpu``'s method). A DeviceInterface that defines ``get_cpp_device_options``
+may carry the same attribute, which doctor reads.
 """
 
 from __future__ import annotations
@@ -73,20 +76,30 @@ def device_headers(
     reported: str | None = None,
 ) -> DeviceHeaders:
     """What Inductor's C++ wrapper includes for ``device_type``: asked of the wrapper
-    codegen class registered for it, else of ``declared`` (the object that provides the
-    device's options: its ``inductor_headers``), else of torch's default (torch 2.6: the C
-    shim of the device the codegen ``reported``, if known).
+    codegen class registered for it where it overrides torch's include method, else of
+    ``declared`` (the object that provides the device's options: its ``inductor_headers``),
+    else of the registered class or torch's default (torch 2.6: the C shim of the device
+    the codegen ``reported``, if known).
 
     Raises ``InvalidHeadersDeclarationError`` for a declaration that fails.
     """
     from torch._inductor.codegen.common import get_wrapper_codegen_for_device
 
+    from .._hook.device_headers import includes_declared_headers
+
     registered = get_wrapper_codegen_for_device(device_type, cpp_wrapper=True)
+    declaration = getattr(declared, HEADERS_ATTRIBUTE, None)
     if registered is not None:
-        asked = _asked(registered, device_type, aot_mode)
+        overrides = not includes_declared_headers(registered, aot_mode)
+        asked = None
+        if overrides or declaration is None:
+            asked = _asked(registered, device_type, aot_mode)
+        if asked is not None and declaration is not None:
+            # The declaration is read, not acted on: the class's own method wins.
+            unused = f"{HEADERS_ATTRIBUTE} of {declared_by} unused"
+            return asked._replace(origin=f"{asked.origin}, which wins: {unused}")
         if asked is not None:
             return asked
-    declaration = getattr(declared, HEADERS_ATTRIBUTE, None)
     if declaration is not None:
         return _declared(declaration, device_type, aot_mode, declared_by)
     from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
@@ -151,6 +164,10 @@ def _declared(
     if isinstance(names, (str, bytes)) or not isinstance(names, Sequence):
         raise InvalidHeadersDeclarationError(
             f"{where} returned a {type(names).__name__}, not a list of header names"
+        )
+    if not names:
+        raise InvalidHeadersDeclarationError(
+            f"{where} returned no header name: give at least one, or set no {HEADERS_ATTRIBUTE}"
         )
     for name in names:
         if not isinstance(name, str) or not name or any(c in name for c in '<>"\n'):

@@ -1,6 +1,7 @@
 """The check ``c_shim``: the C shim functions Inductor's generated code calls for common
 extern kernels (``mm``, ``addmm``, ``bmm``: what a ``Linear`` and a batched matrix product
-become) are declared in what that code includes, preprocessed with the device's options.
+become), and for the ops the provider's ``aoti_shim_ops`` declares, are declared in what
+that code includes, preprocessed with the device's options.
 
 Preprocessed (``-E``), not compiled: a declaration is in the preprocessed text or it is not,
 in a fraction of a second; compiling would take seconds and tell nothing more of the names.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from .._lookup.provider_attributes import SHIM_OPS_ATTRIBUTE, shim_ops_of
 from .._options.problems import Problem
 from .checks import Check, Context, check
 from .generated_code import GeneratedCode, generated_code
@@ -37,7 +39,7 @@ def check_c_shim(context: Context, progress: Progress | None) -> Check:
     if context.asked is not None and context.asked.error is not None:
         return check(NAME, "skip", "skipped: Inductor cannot create the device's codegen")
     try:
-        code = generated_code(device, context.aot_mode)
+        code = generated_code(device, context.aot_mode, _declared_ops(context))
     except Exception as error:
         return check(
             NAME,
@@ -60,6 +62,17 @@ def check_c_shim(context: Context, progress: Progress | None) -> Check:
     if not context.passed("headers"):
         return check(NAME, "skip", "skipped: the device's headers are not found")
     return _judged(context, code, progress)
+
+
+def _declared_ops(context: Context) -> frozenset[str]:
+    """The provider's ``aoti_shim_ops``; none where they cannot be read (``provider_doors``
+    says why)."""
+    if context.provider is None:
+        return frozenset()
+    try:
+        return shim_ops_of(context.provider, context.device_type, context.source.description)
+    except Exception:
+        return frozenset()
 
 
 def _judged(context: Context, code: GeneratedCode, progress: Progress | None) -> Check:
@@ -104,20 +117,31 @@ def _missing(context: Context, code: GeneratedCode, missing: dict[str, str]) -> 
     names = included_names(code.header)
     own = [name for name in names if device in name.rpartition("/")[2]] or list(names[-1:])
     where = f"{own[-1]}, which the generated code includes" if own else "a header it includes"
-    calls = "; ".join(f"{function} for {MADE_BY[kernel]}" for kernel, function in missing.items())
+    calls = "; ".join(f"{function} for {_made_by(kernel)}" for kernel, function in missing.items())
     cause = (
         f"Inductor's generated code for {device!r} calls {calls}, and nothing it includes "
         f"declares {'it' if len(missing) == 1 else 'them'}: every "
         f"{'AOTInductor' if context.aot_mode else 'cpp_wrapper'} build of such a model fails "
         "in g++ ('... was not declared in this scope')"
     )
-    torch_names = ", ".join(f"aoti_torch_cpu_{kernel}_out" for kernel in missing)
-    fix = (
-        f"define {', '.join(missing.values())} in the device SDK's C shim, included from "
-        f"{where}, with the signature of torch's {torch_names} "
-        "(torch/csrc/inductor/aoti_torch/generated/c_shim_cpu.h); a host-memory device can "
-        "call those on CPU tensors over the same memory"
-    )
+    extern = [kernel for kernel in missing if kernel in MADE_BY]
+    declared = [kernel for kernel in missing if kernel not in MADE_BY]
+    torch_names = ", ".join(f"aoti_torch_cpu_{kernel}_out" for kernel in extern)
+    fixes = []
+    if extern:
+        fixes.append(
+            f"define {', '.join(missing[kernel] for kernel in extern)} in the device SDK's C "
+            f"shim, included from {where}, with the signature of torch's {torch_names} "
+            "(torch/csrc/inductor/aoti_torch/generated/c_shim_cpu.h); a host-memory device "
+            "can call those on CPU tensors over the same memory"
+        )
+    if declared:
+        fixes.append(
+            f"declare {', '.join(missing[op] for op in declared)} in the device SDK's C shim, "
+            f"included from {where}, or remove {', '.join(declared)} from the provider's "
+            f"{SHIM_OPS_ATTRIBUTE}"
+        )
+    fix = "; ".join(fixes)
     return Problem(cause, fix, instances=tuple(missing.values()) if len(missing) > 1 else ())
 
 
@@ -129,3 +153,7 @@ def _called_as_function(name: str, text: str) -> bool:
         if not (before.isalnum() or before == "_"):
             return True
     return False
+
+
+def _made_by(kernel: str) -> str:
+    return MADE_BY.get(kernel) or f"{kernel}, declared in the provider's {SHIM_OPS_ATTRIBUTE}"

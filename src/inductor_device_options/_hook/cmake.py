@@ -25,6 +25,7 @@ from .._lookup.device_types import DEVICE_NAME, RESERVED_DEVICE_TYPES
 from .._options.cmake import Served, compile_section, device_of_project, link_section, own_options
 from .._torch_names import CMAKE_WRITERS
 from .lookups import default_cpp_device_options, get_cpp_device_options
+from .provider_doors import removed_cflags
 from .serve import source_of
 
 COMPILE_WRITER, LINK_WRITER = CMAKE_WRITERS
@@ -59,7 +60,11 @@ def served(device_type: object, aot_mode: bool, compile_only: bool) -> Served | 
         return None
     options = get_cpp_device_options(device_type, aot_mode, compile_only)
     defaults = default_cpp_device_options(device_type, aot_mode, compile_only)
-    return Served(device_type, source.kind, source.description, own_options(options, defaults))
+    own = own_options(options, defaults)
+    removed = removed_cflags(device_type)  # the removed_cflags door: not in the project either
+    if removed:
+        own = own._replace(cflags=[flag for flag in own.cflags if flag not in removed])
+    return Served(device_type, source.kind, source.description, own)
 
 
 def standalone_branch() -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import cpp_cache_keys, pt2_device_information
+from . import cache_key_details, cpp_cache_keys, device_headers, pt2_device_information
 from .cache_keys import install as install_cache_keys
 from .pt2_stamp import install_stamp
 
@@ -17,3 +17,5 @@ def install(codecache: ModuleType) -> None:
     cpp_cache_keys.install(codecache)
     install_stamp(codecache)
     pt2_device_information.install(codecache)
+    cache_key_details.install_into_codecache(codecache)
+    device_headers.install_into_codecache(codecache)

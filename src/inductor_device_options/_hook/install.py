@@ -28,6 +28,9 @@ from .. import _state
 from .._lookup.device_types import RESERVED_DEVICE_TYPES
 from .._lookup.interfaces import out_of_tree_interface_registered
 from .._torch_names import (
+    AOT_LOAD,
+    AUTOGRAD_CACHE,
+    AUTOGRAD_CACHE_DETAILS,
     BUILDER,
     CMAKE_WRITERS,
     CODECACHE,
@@ -37,9 +40,13 @@ from .._torch_names import (
     COMPILE_FX_FUNCTION,
     CPP_BUILDER,
     CPP_UTILS,
+    CPP_WRAPPER_CPU,
+    CPP_WRAPPER_CPU_CLASS,
     DEVICE_PROPERTIES,
     DEVICE_TO_ATEN,
     DEVICE_TO_ATEN_FUNCTION,
+    EXPORT,
+    FALLBACK_KERNEL,
     FUNCTION,
     GPU_TYPES,
     GRAPH,
@@ -47,6 +54,7 @@ from .._torch_names import (
     HAS_TRITON,
     INDUCTOR_UTILS,
     INIT_BACKEND_REGISTRATION,
+    IR,
     NATIVE_BACKEND_INIT_FLAG,
     PACKAGE_LOADER,
     PACKAGE_LOADER_READY,
@@ -86,6 +94,9 @@ def install(module: ModuleType) -> None:
     """
     with _state.lock:
         _wrap_cmake_writers(module)
+        from .removed_cflags import install as install_removed_cflags
+
+        install_removed_cflags(module)
         _install_hook(module)
 
 
@@ -189,6 +200,12 @@ INSTALLERS = {
     RUNTIME_HINTS: (f"{__package__}.device_properties:install", DEVICE_PROPERTIES),
     TRITON_UTILS: (f"{__package__}.triton_capable:install", HAS_TRITON),
     GRAPH: (f"{__package__}.gpu_cpp_wrapper:install", GRAPH_LOWERING),
+    # A provider's per-device doors where no torch has one (cpp_builder's and codecache's are
+    # installed with those modules' own).
+    IR: (f"{__package__}.shim_ops:install", FALLBACK_KERNEL),
+    CPP_WRAPPER_CPU: (f"{__package__}.device_headers:install", CPP_WRAPPER_CPU_CLASS),
+    AUTOGRAD_CACHE: (f"{__package__}.cache_key_details:install", AUTOGRAD_CACHE_DETAILS),
+    EXPORT: (f"{__package__}.aot_load:install", AOT_LOAD),
     # Inductor's compile worker pools: their processes import the package (_hook/workers.py).
     # torch 2.6's pool takes no pickler: it has no SubprocPickler, and nothing installs.
     "torch._inductor.compile_worker.subproc_pool": (

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 from .. import _state
 from .._errors import (
     RAISED_BY_ATTRIBUTE,
-    CppDeviceOptionsError,
     ProviderRecursionError,
     add_note,
 )
@@ -175,14 +174,19 @@ def _served(
         return (
             None
             if raw is None and source.kind == "device interface"
-            else finished(raw, device_type, source.description, _own_identity(source, device_type))
+            else finished(
+                raw,
+                device_type,
+                source.description,
+                own_identity_of(source.provider, device_type, source.description),
+            )
         )
     try:
         return finished(
             _call_provider(source, device_type, aot_mode, compile_only),
             device_type,
             source.description,
-            _own_identity(source, device_type),
+            own_identity_of(source.provider, device_type, source.description),
         )
     except ProviderRecursionError:
         raise
@@ -233,22 +237,6 @@ def _recursion_error(device_type: str, description: str) -> ProviderRecursionErr
         device_type=device_type,
         description=description,
     )
-
-
-def _own_identity(source: DeviceOptionsSource, device_type: str) -> str | None:
-    """The provider's own SDK identity (its ``sdk_identity``), raised as its own error."""
-    try:
-        return own_identity_of(source.provider, device_type, source.description)
-    except CppDeviceOptionsError:
-        raise
-    except Exception as error:
-        add_note(
-            error,
-            f"raised by the sdk_identity of the C++ options provider {source.description} "
-            f"for device {device_type!r}",
-        )
-        setattr(error, RAISED_BY_ATTRIBUTE, source.description)
-        raise
 
 
 def _call_provider(

@@ -14,12 +14,15 @@
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>
 #include <torch/csrc/inductor/aoti_torch/generated/c_shim_cpu.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <stdexcept>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace sampledev::shim {
@@ -132,6 +135,67 @@ AOTITorchError call_on_host(
   });
 }
 
+// A new contiguous CPU tensor of the given shape and dtype.
+inline RAIIAtenTensorHandle new_contiguous(int64_t dim, const int64_t* sizes, int32_t dtype) {
+  std::vector<int64_t> strides(static_cast<size_t>(dim));
+  int64_t stride = 1;
+  for (int64_t i = dim - 1; i >= 0; --i) {
+    strides[static_cast<size_t>(i)] = stride;
+    stride *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+  AtenTensorHandle tensor = nullptr;
+  AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_empty_strided(
+      dim, sizes, strides.data(), dtype, aoti_torch_device_type_cpu(), 0, &tensor));
+  return RAIIAtenTensorHandle(tensor);
+}
+
+// A new contiguous CPU tensor of `dtype` holding the values of `source`
+// (aoti_torch_copy_ converts the dtype and reads any strides).
+inline RAIIAtenTensorHandle contiguous_copy(AtenTensorHandle source, int32_t dtype) {
+  int64_t dim = 0;
+  int64_t* sizes = nullptr;
+  AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_get_dim(source, &dim));
+  AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_get_sizes(source, &sizes));
+  RAIIAtenTensorHandle copy = new_contiguous(dim, sizes, dtype);
+  AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_copy_(copy.get(), source, 0));
+  return copy;
+}
+
+// torch.nanmedian(self, dim) of a contiguous tensor seen as [outer, length, inner], in
+// double precision: the lower median of each row's non-NaN values and its index, as ATen's
+// CPU kernel gives them (median_with_indices_impl); NaN and index 0 where a row holds NaN
+// alone.
+inline void nanmedian_rows(
+    const double* values,
+    int64_t outer,
+    int64_t length,
+    int64_t inner,
+    double* medians,
+    int64_t* indices) {
+  std::vector<std::pair<double, int64_t>> row;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      row.clear();
+      for (int64_t k = 0; k < length; ++k) {
+        double value = values[(o * length + k) * inner + i];
+        if (!std::isnan(value)) {
+          row.emplace_back(value, k);
+        }
+      }
+      int64_t out = o * inner + i;
+      if (row.empty()) {
+        medians[out] = NAN;
+        indices[out] = 0;
+        continue;
+      }
+      auto middle = row.begin() + static_cast<std::ptrdiff_t>((row.size() - 1) / 2);
+      std::nth_element(row.begin(), middle, row.end());
+      medians[out] = middle->first;
+      indices[out] = middle->second;
+    }
+  }
+}
+
 } // namespace sampledev::shim
 
 extern "C" {
@@ -208,6 +272,69 @@ inline AOTITorchError aoti_torch_sampledev_convolution(
     }
     RAIIAtenTensorHandle owned_result(cpu_result);
     *ret0 = to_device(owned_result, input);
+    return AOTI_TORCH_SUCCESS;
+  });
+}
+
+// Not in torch's C shim list (torchgen's inductor_fallback_ops) on any release: Inductor
+// calls it, instead of the proxy executor or aoti_torch_call_dispatcher, where the
+// device's C++ options provider declares "aten.nanmedian.dim" in its aoti_shim_ops. torch
+// has no CPU shim of it and torch 2.6 no aoti_torch_call_dispatcher: the SDK computes it.
+inline AOTITorchError aoti_torch_sampledev_nanmedian_dim(
+    AtenTensorHandle self,
+    int64_t dim,
+    int32_t keepdim,
+    AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1) {
+  using namespace sampledev::shim;
+  return guarded(__func__, [&] {
+    RAIIAtenTensorHandle values = contiguous_copy(host_alias(self), aoti_torch_dtype_float64());
+    int64_t rank = 0;
+    int64_t* sizes = nullptr;
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_get_dim(values, &rank));
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_get_sizes(values, &sizes));
+    std::vector<int64_t> shape(sizes, sizes + rank);
+    if (shape.empty()) {
+      shape.push_back(1);  // a 0-d tensor is one row of one value
+    }
+    int64_t axis = dim < 0 ? dim + static_cast<int64_t>(shape.size()) : dim;
+    if (axis < 0 || axis >= static_cast<int64_t>(shape.size())) {
+      throw std::out_of_range("sampledev shim: nanmedian dim out of range");
+    }
+    int64_t outer = 1;
+    int64_t inner = 1;
+    for (int64_t i = 0; i < axis; ++i) {
+      outer *= shape[static_cast<size_t>(i)];
+    }
+    for (size_t i = static_cast<size_t>(axis) + 1; i < shape.size(); ++i) {
+      inner *= shape[i];
+    }
+    std::vector<int64_t> out_shape(sizes, sizes + rank);
+    if (rank > 0) {
+      if (keepdim) {
+        out_shape[static_cast<size_t>(axis)] = 1;
+      } else {
+        out_shape.erase(out_shape.begin() + axis);
+      }
+    }
+    auto out_rank = static_cast<int64_t>(out_shape.size());
+    RAIIAtenTensorHandle medians =
+        new_contiguous(out_rank, out_shape.data(), aoti_torch_dtype_float64());
+    RAIIAtenTensorHandle indices =
+        new_contiguous(out_rank, out_shape.data(), aoti_torch_dtype_int64());
+    void* in_data = nullptr;
+    void* median_data = nullptr;
+    void* index_data = nullptr;
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_get_data_ptr(values, &in_data));
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_get_data_ptr(medians, &median_data));
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_get_data_ptr(indices, &index_data));
+    nanmedian_rows(
+        static_cast<const double*>(in_data), outer, shape[static_cast<size_t>(axis)], inner,
+        static_cast<double*>(median_data), static_cast<int64_t*>(index_data));
+    int32_t dtype = 0;
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_get_dtype(self, &dtype));
+    *ret0 = to_device(contiguous_copy(medians, dtype), self);
+    *ret1 = to_device(indices, self);
     return AOTI_TORCH_SUCCESS;
   });
 }

@@ -1,0 +1,76 @@
+"""A device's per-device doors, asked of the provider that serves it through the package's
+own door (a registration or an entry point), where and when torch needs the answer.
+
+Every function takes the device as Inductor names it (``"npu"``, ``"npu:0"``) and answers
+"nothing" at once for torch's own devices and for a device no such provider serves: then
+torch's code runs exactly as without the package. What a provider declares is checked by
+``_lookup.provider_attributes``, which names the device, the provider and the attribute.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._lookup import provider_attributes as attributes
+from .._lookup.device_types import RESERVED_DEVICE_TYPES
+from .._lookup.registry import DeviceOptionsSource
+
+#: The sources whose provider is the package's to ask: torch's doors (its registry, 2.15's
+#: DeviceInterface) behave as torch defines them, with no attributes.
+_OWN_DOOR_KINDS = frozenset({"registration", "entry point"})
+
+
+def door_source(device: str) -> DeviceOptionsSource | None:
+    """The loaded source of the package's own door for ``device``, or None."""
+    device_type = device.partition(":")[0]
+    if device_type in RESERVED_DEVICE_TYPES or not device_type:
+        return None
+    from .serve import resolve_module, source_of
+
+    source = source_of(device_type)
+    if source is None or source.kind not in _OWN_DOOR_KINDS:
+        return None
+    loaded: DeviceOptionsSource = resolve_module().loaded(source)
+    return loaded if loaded.provider is not None else None
+
+
+def removed_cflags(device: str) -> frozenset[str]:
+    """The cflags that leave every g++ command made with the device's options."""
+    source = door_source(device)
+    if source is None:
+        return frozenset()
+    return attributes.removed_cflags_of(source.provider, source.device_type, source.description)
+
+
+def shim_ops(device: str) -> frozenset[str]:
+    """The ``aten.<op>.<overload>`` ops whose C shims the device's SDK declares."""
+    source = door_source(device)
+    if source is None:
+        return frozenset()
+    return attributes.shim_ops_of(source.provider, source.device_type, source.description)
+
+
+def headers(device: str, aot_mode: bool) -> tuple[str, ...] | None:
+    """The headers the device's generated code includes instead of torch's default one."""
+    source = door_source(device)
+    if source is None:
+        return None
+    return attributes.headers_of(source.provider, source.device_type, aot_mode, source.description)
+
+
+def cache_key_detail(device: str) -> str | None:
+    """The device's cache-key detail for the compile being keyed, as JSON text, or None."""
+    source = door_source(device)
+    if source is None:
+        return None
+    return attributes.cache_key_detail_of(source.provider, source.device_type, source.description)
+
+
+def runner(so_path: str, device: str) -> Any:
+    """The device's AOTInductor runner for ``so_path``, or None where it declares none."""
+    source = door_source(device)
+    if source is None:
+        return None
+    return attributes.runner_of(
+        source.provider, source.device_type, source.description, so_path, device
+    )
