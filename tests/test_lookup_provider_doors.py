@@ -281,6 +281,19 @@ def test_an_unserved_device_and_torch_s_doors_have_none(tmp_path: Path) -> None:
         cpp_builder._cpp_device_options_registry.pop(DEVICE, None)  # type: ignore[attr-defined]
 
 
+def test_a_bundled_provider_is_a_fallback_whose_doors_never_act() -> None:
+    """The Ascend provider declares inductor_headers for doctor: torch_npu's codegen includes
+    what it includes, whatever the package bundles."""
+    from inductor_device_options import ascend
+
+    source = ido.introspection.device_options_source("npu")
+    assert (source.kind, source.fallback) == ("entry point", True)
+    assert ascend.cpp_device_options.inductor_headers("npu", False)  # type: ignore[attr-defined]
+    assert provider_doors.door_source("npu") is None
+    assert provider_doors.headers("npu", False) is None
+    assert declared_doors("npu") == {}
+
+
 def test_attributes_are_read_at_call_time() -> None:
     function = registered(removed_cflags=["march=native"])
     assert provider_doors.removed_cflags(DEVICE) == {"march=native"}

@@ -30,8 +30,9 @@ _DOORS = {
     ),
     SHIM_OPS_ATTRIBUTE: (
         "shim_ops",
-        "FallbackKernel.codegen: the op's C shim instead of the proxy executor (AOTInductor) "
-        "or aoti_torch_call_dispatcher (cpp_wrapper), for the declaring device's kernels",
+        "FallbackKernel.codegen (and 2.15's lowering): the op's C shim instead of the proxy "
+        "executor (AOTInductor) or the run-time dispatch (cpp_wrapper), for the declaring "
+        "device's kernels",
     ),
     HEADERS_ATTRIBUTE: (
         "device_headers",

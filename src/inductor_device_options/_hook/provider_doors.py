@@ -1,5 +1,6 @@
 """A device's per-device doors, asked of the provider that serves it through the package's
-own door (a registration or an entry point), where and when torch needs the answer.
+own door (a registration or a backend's entry point, not a provider bundled with this
+package), where and when torch needs the answer.
 
 Every function takes the device as Inductor names it (``"npu"``, ``"npu:0"``) and answers
 "nothing" at once for torch's own devices and for a device no such provider serves: then
@@ -28,7 +29,9 @@ def door_source(device: str) -> DeviceOptionsSource | None:
     from .serve import resolve_module, source_of
 
     source = source_of(device_type)
-    if source is None or source.kind not in _OWN_DOOR_KINDS:
+    # A bundled provider is a fallback: it fills in the options and never changes what a
+    # backend's own code does (the Ascend provider's inductor_headers are doctor's).
+    if source is None or source.kind not in _OWN_DOOR_KINDS or source.fallback:
         return None
     loaded: DeviceOptionsSource = resolve_module().loaded(source)
     return loaded if loaded.provider is not None else None

@@ -127,20 +127,13 @@ _CFLAG = re.compile(r"[A-Za-z0-9_+][^\s]*")
 
 def removed_cflags_of(provider: object, device_type: str, description: str) -> frozenset[str]:
     """The cflags ``provider`` removes from the device's builds (empty where it has none)."""
-    value = getattr(provider, REMOVED_CFLAGS_ATTRIBUTE, None)
-    if value is None:
-        return frozenset()
-    if callable(value):
-        value = _asked(value, REMOVED_CFLAGS_ATTRIBUTE, device_type, description, device_type)
-    return frozenset(
-        _strings(
-            value,
-            REMOVED_CFLAGS_ATTRIBUTE,
-            device_type,
-            description,
-            _CFLAG,
-            "cflags in torch's spelling, without the leading '-' (['march=native'])",
-        )
+    return _string_set(
+        provider,
+        REMOVED_CFLAGS_ATTRIBUTE,
+        device_type,
+        description,
+        _CFLAG,
+        "cflags in torch's spelling, without the leading '-' (['march=native'])",
     )
 
 
@@ -150,21 +143,32 @@ SHIM_OP = re.compile(r"aten\.([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)"
 
 def shim_ops_of(provider: object, device_type: str, description: str) -> frozenset[str]:
     """The ``aten.<op>.<overload>`` entries whose C shims the device's SDK declares."""
-    value = getattr(provider, SHIM_OPS_ATTRIBUTE, None)
+    return _string_set(
+        provider,
+        SHIM_OPS_ATTRIBUTE,
+        device_type,
+        description,
+        SHIM_OP,
+        "entries as torchgen's inductor_fallback_ops spells them (['aten.mm.out'])",
+    )
+
+
+def _string_set(
+    provider: object,
+    attribute: str,
+    device_type: str,
+    description: str,
+    pattern: re.Pattern[str],
+    expected: str,
+) -> frozenset[str]:
+    """An attribute that holds str (or a callable ``(device_type)`` giving them), each
+    matching ``pattern``; empty where the provider has none."""
+    value = getattr(provider, attribute, None)
     if value is None:
         return frozenset()
     if callable(value):
-        value = _asked(value, SHIM_OPS_ATTRIBUTE, device_type, description, device_type)
-    return frozenset(
-        _strings(
-            value,
-            SHIM_OPS_ATTRIBUTE,
-            device_type,
-            description,
-            SHIM_OP,
-            "entries as torchgen's inductor_fallback_ops spells them (['aten.mm.out'])",
-        )
-    )
+        value = _asked(value, attribute, device_type, description, device_type)
+    return frozenset(_strings(value, attribute, device_type, description, pattern, expected))
 
 
 def shim_name(device_type: str, op: str) -> str:
