@@ -15,6 +15,7 @@ import json
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -175,11 +176,15 @@ def test_a_value_seen_before_hits_again(sampledev_compiles: dict[str, Compile]) 
 
 
 def test_a_new_process_hits_with_the_same_value_and_misses_with_a_new_one(
-    sampledev_compiles: dict[str, Compile],
+    tmp_path: Path,
 ) -> None:
-    """The key holds nothing of the process: a fresh one finds the compiles above."""
-    seen = check_python(
-        f"""
+    """The key holds nothing of the process: a fresh one finds what another compiled. Both
+    are fresh, with a cache of their own: this process's key also holds what its earlier
+    tests left (other devices' SDK identities in CacheBase.get_system, say)."""
+
+    def compiled_in_a_new_process(*levels: int) -> list[list[int]]:
+        seen = check_python(
+            f"""
 import json, torch
 import torch._functorch.config
 import inductor_device_options as ido
@@ -194,7 +199,7 @@ def options(device_type, aot_mode=False, compile_only=False):
 options.cache_key_details = lambda device_type: {{"deterministic_level": level, "run": {RUN!r}}}
 ido.register_cpp_device_options("sampledev", options)
 found = []
-for level in (1, 3):
+for level in {levels!r}:
     counters.clear()
     torch._dynamo.reset()
     torch.compile(lambda x: (x.sin() * 2 - 1).sum())(torch.arange(8.0, device="sampledev"))
@@ -202,9 +207,15 @@ for level in (1, 3):
                   (("inductor", "fxgraph_cache_"), ("aot_autograd", "autograd_cache_"))
                   for outcome in ("hit", "miss")])
 print(json.dumps(found))
-"""
-    )
-    same, new = json.loads(seen.strip().splitlines()[-1])
+""",
+            env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-cache")},
+        )
+        found: list[list[int]] = json.loads(seen.strip().splitlines()[-1])
+        return found
+
+    [first] = compiled_in_a_new_process(1)
+    assert first == [0, 1, 0, 1]  # FX graph miss, AOTAutograd miss: a cache of its own
+    same, new = compiled_in_a_new_process(1, 3)
     assert same == [1, 0, 1, 0]  # FX graph hit, AOTAutograd hit
     assert new == [0, 1, 0, 1]
 
