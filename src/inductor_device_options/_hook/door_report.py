@@ -20,37 +20,6 @@ from .._lookup.registry import describe_callable
 
 DoorStatus = Literal["acts", "acts in part"]
 
-#: Door -> (its module in ``_hook``, what it acts on where the running torch has all of it).
-_DOORS = {
-    REMOVED_CFLAGS_ATTRIBUTE: (
-        "removed_cflags",
-        "CppTorchDeviceOptions: every g++ command made with the device's options (compile, "
-        "link, and where torch has them, preprocess and header precompile); cpu's builds and "
-        "the vector-ISA probes keep them",
-    ),
-    SHIM_OPS_ATTRIBUTE: (
-        "shim_ops",
-        "FallbackKernel.codegen (and 2.15's lowering): the op's C shim instead of the proxy "
-        "executor (AOTInductor) or the run-time dispatch (cpp_wrapper), for the declaring "
-        "device's kernels",
-    ),
-    HEADERS_ATTRIBUTE: (
-        "device_headers",
-        "CppWrapperCpu's device include, and the header codecache precompiles, for the "
-        "declaring device (a wrapper class overriding get_device_include_path_jit/_aot wins)",
-    ),
-    CACHE_KEY_DETAILS_ATTRIBUTE: (
-        "cache_key_details",
-        "FxGraphHashDetails and AOTAutogradCacheDetails of each compile with an input, "
-        "output or buffer on the device",
-    ),
-    RUNNER_ATTRIBUTE: (
-        "aot_load",
-        "torch._export.aot_load(so_path, device) for the declaring device; cpu's and "
-        "aoti_load_package's runners are torch's",
-    ),
-}
-
 
 class ProviderDoor(NamedTuple):
     """One per-device door of a provider and what it acts on in the running torch."""
@@ -69,10 +38,10 @@ class ProviderDoor(NamedTuple):
 def provider_doors() -> list[ProviderDoor]:
     """Every per-device door on the running torch (imports the torch modules each reads)."""
     doors = []
-    for name, (module, acts_on) in _DOORS.items():
-        gap = importlib.import_module(f"{__package__}.{module}").release_gap()
+    for name, door in _DOORS.items():
+        gap = importlib.import_module(f"{__package__}.{door.module}").release_gap()
         doors.append(
-            ProviderDoor(name, "acts", acts_on)
+            ProviderDoor(name, "acts", door.acts_on)
             if gap is None
             else ProviderDoor(name, "acts in part", gap)
         )
@@ -83,7 +52,7 @@ def described_door(name: str, provider: object, device_type: str, description: s
     """What ``provider`` declares for the door ``name``, asked as the door asks it (the
     runner only for being callable: making one needs a model's ``.so``), for people.
     Raises what the door would raise."""
-    return _DESCRIBED[name](provider, device_type, description)
+    return _DOORS[name].described(provider, device_type, description)
 
 
 def _removed_cflags(provider: object, device: str, description: str) -> str:
@@ -110,13 +79,50 @@ def _runner(provider: object, device: str, description: str) -> str:
     return describe_callable(attributes.runner_factory_of(provider, device, description))
 
 
-_DESCRIBED: dict[str, Callable[[object, str, str], str]] = {
-    REMOVED_CFLAGS_ATTRIBUTE: _removed_cflags,
-    SHIM_OPS_ATTRIBUTE: _shim_ops,
-    HEADERS_ATTRIBUTE: _headers,
-    CACHE_KEY_DETAILS_ATTRIBUTE: _cache_key_details,
-    RUNNER_ATTRIBUTE: _runner,
+class _Door(NamedTuple):
+    #: Its module in ``_hook``, which says what the running torch lacks (``release_gap``).
+    module: str
+    #: What it acts on where the running torch has all of it.
+    acts_on: str
+    #: What a provider declares for it, asked as the door asks it, for people.
+    described: Callable[[object, str, str], str]
+
+
+#: Every per-device door, in the order the docs, ``show`` and doctor list them.
+_DOORS = {
+    REMOVED_CFLAGS_ATTRIBUTE: _Door(
+        "removed_cflags",
+        "CppTorchDeviceOptions: every g++ command made with the device's options (compile, "
+        "link, and where torch has them, preprocess and header precompile); cpu's builds and "
+        "the vector-ISA probes keep them",
+        _removed_cflags,
+    ),
+    SHIM_OPS_ATTRIBUTE: _Door(
+        "shim_ops",
+        "FallbackKernel.codegen (and 2.15's lowering): the op's C shim instead of the proxy "
+        "executor (AOTInductor) or the run-time dispatch (cpp_wrapper), for the declaring "
+        "device's kernels",
+        _shim_ops,
+    ),
+    HEADERS_ATTRIBUTE: _Door(
+        "device_headers",
+        "CppWrapperCpu's device include, and the header codecache precompiles, for the "
+        "declaring device (a wrapper class overriding get_device_include_path_jit/_aot wins)",
+        _headers,
+    ),
+    CACHE_KEY_DETAILS_ATTRIBUTE: _Door(
+        "cache_key_details",
+        "FxGraphHashDetails and AOTAutogradCacheDetails of each compile with an input, "
+        "output or buffer on the device",
+        _cache_key_details,
+    ),
+    RUNNER_ATTRIBUTE: _Door(
+        "aot_load",
+        "torch._export.aot_load(so_path, device) for the declaring device; cpu's and "
+        "aoti_load_package's runners are torch's",
+        _runner,
+    ),
 }
 
-#: The per-device doors, in the order the docs, ``show`` and doctor list them.
-DOOR_NAMES = tuple(_DESCRIBED)
+#: The per-device doors, in that order.
+DOOR_NAMES = tuple(_DOORS)

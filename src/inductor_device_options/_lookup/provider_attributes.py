@@ -55,16 +55,6 @@ CACHE_KEY_DETAILS_ATTRIBUTE = "cache_key_details"
 #: ``get_call_spec()``, with which ``torch._export.aot_load`` runs the device's ``.so``.
 RUNNER_ATTRIBUTE = "aoti_runner"
 
-#: Every per-device door a provider may carry, in the order the docs list them.
-DOOR_ATTRIBUTES = (
-    IDENTITY_ATTRIBUTE,
-    REMOVED_CFLAGS_ATTRIBUTE,
-    SHIM_OPS_ATTRIBUTE,
-    HEADERS_ATTRIBUTE,
-    CACHE_KEY_DETAILS_ATTRIBUTE,
-    RUNNER_ATTRIBUTE,
-)
-
 #: ``doctor_hints``: a mapping with optional keys ``"setup"`` (str, added to doctor's fix when
 #: the SDK or its environment is missing), ``"loader"`` (str, added to the dynamic loader's
 #: fix), ``"headers"`` (str, added to the missing headers' fix) and ``"absent"`` (a callable
