@@ -191,9 +191,9 @@ def bench_lookup(settings: Settings) -> list[Result]:
     import torch._inductor.cpp_builder as cpp_builder
 
     import inductor_device_options as ido
-    from inductor_device_options._hook import serve as _serve
+    from inductor_device_options._hook import installation as _installation
 
-    installation = _serve.installed()
+    installation = _installation.installed()
     # With torch's native registry there is no hook: torch's function is what Inductor calls.
     stock = installation.function_below
     hooked = cpp_builder.get_cpp_torch_device_options

@@ -56,7 +56,7 @@ def hooks_json() -> list[dict[str, str]]:
 def torch_hooks_check(tmp_path: Path) -> Check:
     """doctor's ``torch_hooks`` check of DEVICE, served by a registration."""
     ido.register_cpp_device_options(DEVICE, ido.default_cpp_device_options)
-    return check_torch_hooks(Context(DEVICE, False, *found_source(DEVICE), tmp_path))
+    return check_torch_hooks(Context(found_source(DEVICE), False, tmp_path))
 
 
 # --- list, show and doctor name the hooks ----------------------------------------------------

@@ -42,7 +42,7 @@ def sdk(tmp_path_factory: pytest.TempPathFactory) -> Sdk:
 
 def cmake_check(work: Path, cmakes: list[Cmake] | None = None) -> Check:
     """The check for "acme", served as the test registered it, as doctor --aot runs it."""
-    context = Context("acme", True, *found_source("acme"), work)
+    context = Context(found_source("acme"), True, work)
     assert check_options(context).status == "pass"
     return check_cmake_project(context, None, cmakes)
 

@@ -26,7 +26,6 @@ from inductor_device_options._diagnose import real_compile as _doctor_compile
 from inductor_device_options._diagnose.aoti_weights import refusing_runtime_header
 from inductor_device_options._diagnose.checks import Check
 from inductor_device_options._diagnose.raised_in import raised_in
-from inductor_device_options.introspection import DeviceOptionsSource
 from inductor_device_options.sample import RUNTIME_LIBRARY, SAMPLE_DIR_ENV, SDK_INCLUDE_DIR
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
@@ -176,7 +175,6 @@ def test_a_wrapper_that_calls_through_sees_registrations_made_after_it(
 
 # --- judging recorded results ---------------------------------------------------------------
 
-SOURCE = DeviceOptionsSource("regdev", "registration", "regdev_backend.options", True)
 OPTIONS = {
     "definitions": ["USE_REGDEV"],
     "include_dirs": ["/opt/regdev/include"],
@@ -208,7 +206,7 @@ def question(device: str, compile_only: bool, aot_mode: bool = False) -> dict[st
 
 
 def judge(result: dict[str, object], aot_mode: bool = False) -> dict[str, Check]:
-    checks = _doctor_compile._Judge("regdev", aot_mode, SOURCE, [], result, None).checks()
+    checks = _doctor_compile._Judge("regdev", aot_mode, [], result, None).checks()
     return {check.name: check for check in checks}
 
 
@@ -297,7 +295,7 @@ def test_a_compile_that_does_not_finish_is_killed_with_its_process_group(
         return process
 
     monkeypatch.setattr(subprocess, "Popen", recording_popen)
-    checks = _doctor_compile.compile_checks("regdev", False, SOURCE, None, tmp_path, [], timeout=1)
+    checks = _doctor_compile.compile_checks("regdev", False, None, tmp_path, [], timeout=1)
     assert [check.status for check in checks] == ["fail", "skip", "skip", "skip"]
     assert checks[0].summary == "the compile did not finish in 1 s (killed)"
     [process] = started
@@ -443,7 +441,7 @@ def test_a_model_of_the_user_s_that_cannot_be_imported_fails_saying_how_to_give_
     result["steps"].append(  # type: ignore[attr-defined]
         {"name": "user_model", "ok": False, "error": error, "seconds": 0.1}
     )
-    judged = _doctor_compile._Judge("regdev", False, SOURCE, [], result, None, "mine:model")
+    judged = _doctor_compile._Judge("regdev", False, [], result, None, "mine:model")
     check = {check.name: check for check in judged.checks()}["user_model"]
     assert (check.status, check.summary) == (
         "fail",

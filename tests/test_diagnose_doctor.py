@@ -189,7 +189,7 @@ def doctor(device: str, callback: object, work: Path, aot_mode: bool = False) ->
     """doctor's checks for ``device`` served by ``callback`` (a registration), in-process."""
     work.mkdir(parents=True, exist_ok=True)
     with ido.testing.registered_cpp_device_options(device, callback):  # type: ignore[arg-type]
-        checks = run_doctor(device, aot_mode, *found_source(device), work)
+        checks = run_doctor(found_source(device), aot_mode, work)
     assert [check.name for check in checks] == CHECK_NAMES + (list(AOT_CHECKS) if aot_mode else [])
     for check in checks:
         assert bool(check.problems) == (check.status in ("fail", "warn")), check
@@ -1066,13 +1066,9 @@ def test_through_torch_s_door_what_the_callback_raises_is_the_provider_s(
 
     cpp_builder.register_cpp_device_options("acmetorch", raising)  # type: ignore[attr-defined]
     try:
-        source, served = found_source("acmetorch")
-        assert (source.kind, source.guaranteed) == ("cpp_builder registration", False)
-        [check] = [
-            c
-            for c in run_doctor("acmetorch", False, source, served, tmp_path)
-            if c.name == "options"
-        ]
+        found = found_source("acmetorch")
+        assert (found.source.kind, found.source.guaranteed) == ("cpp_builder registration", False)
+        [check] = [c for c in run_doctor(found, False, tmp_path) if c.name == "options"]
     finally:
         del cpp_builder._cpp_device_options_registry["acmetorch"]  # type: ignore[attr-defined]
     assert check.summary == f"the provider raised {type(error).__name__}"
@@ -1150,12 +1146,9 @@ def test_npu_with_the_released_torch_npu_headers_and_a_synthetic_cann(
     monkeypatch.setenv("ASCEND_HOME_PATH", str(cann))
     monkeypatch.setenv("PYTORCH_NPU_INSTALL_PATH", str(torch_npu_package))
     ascend.clear_cache()
-    source, served = found_source("npu")
-    assert source.kind == "entry point"
-    checks = {
-        check.name: check
-        for check in run_doctor("npu", aot_mode, source, served, tmp_path / "work")
-    }
+    found = found_source("npu")
+    assert found.source.kind == "entry point"
+    checks = {check.name: check for check in run_doctor(found, aot_mode, tmp_path / "work")}
     ascend.clear_cache()
     kind = "aoti_include" if aot_mode else "cpp_wrapper"
     torch_include = Path(torch.utils.cpp_extension.include_paths()[0])
@@ -1219,14 +1212,14 @@ def test_ascend_declares_torch_npu_s_wrapper_headers() -> None:
 @pytest.mark.parametrize(
     ("text", "spec"),
     [
-        ("acme_backend:options", (None, "acme_backend", "options")),
-        ("pkg.mod:Class.method", (None, "pkg.mod", "Class.method")),
-        ("acme=acme_backend:options", ("acme", "acme_backend", "options")),
-        ("acme:0=acme_backend:options", ("acme", "acme_backend", "options")),
+        ("acme_backend:options", (None, "acme_backend:options")),
+        ("pkg.mod:Class.method", (None, "pkg.mod:Class.method")),
+        ("acme=acme_backend:options", ("acme", "acme_backend:options")),
+        ("acme:0=acme_backend:options", ("acme", "acme_backend:options")),
     ],
 )
-def test_provider_specs(text: str, spec: tuple[str | None, str, str]) -> None:
-    assert tuple(parse_provider_spec(text)) == spec
+def test_provider_specs(text: str, spec: tuple[str | None, str]) -> None:
+    assert parse_provider_spec(text) == spec
 
 
 @pytest.mark.parametrize("text", ["no_colon", ":f", "m:", "=m:f", "not a device=m:f"])

@@ -46,7 +46,7 @@ def doctor(sdk: Sdk, work: Path, aot_mode: bool, libraries: tuple[str, ...]) -> 
         return options
 
     with ido.testing.registered_cpp_device_options(DEVICE, cpp_device_options):
-        checks = run_doctor(DEVICE, aot_mode, *found_source(DEVICE), work)
+        checks = run_doctor(found_source(DEVICE), aot_mode, work)
     return {check.name: check for check in checks}
 
 

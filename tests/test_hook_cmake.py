@@ -30,7 +30,7 @@ from torch._inductor.cpp_builder import CppBuilder
 import inductor_device_options as ido
 from inductor_device_options._diagnose.cmake_checks import write_project
 from inductor_device_options._hook import install
-from inductor_device_options._options.cmake import Served, compile_section, link_section
+from inductor_device_options._options.cmake import compile_section, link_section
 from inductor_device_options._torch_names import CMAKE_WRITERS
 
 WRITES_CMAKE = torch_writes_cmake()
@@ -321,7 +321,10 @@ def test_the_deployment_guide_shows_the_section_the_package_writes() -> None:
     own.libraries_dirs.append("/opt/acme/lib")
     own.libraries.append("acme_rt")
     own.ldflags.append("Wl,-rpath,/opt/acme/lib")
-    served = Served("acme", "registration", "acme_backend.cpp_device_options", own)
+    source = ido.introspection.DeviceOptionsSource(
+        "acme", "registration", "acme_backend.cpp_device_options", guaranteed=True
+    )
     libraries = ["torch", "torch_cpu", "gomp", "acme_rt"]
-    assert compile_section("aoti_model", served, standalone=False).strip() == shown_compile.strip()
-    assert link_section("aoti_model", served, [], libraries).strip() == shown_link.strip()
+    compiled = compile_section("aoti_model", source, own, standalone=False)
+    assert compiled.strip() == shown_compile.strip()
+    assert link_section("aoti_model", source, own, [], libraries).strip() == shown_link.strip()

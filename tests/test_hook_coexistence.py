@@ -37,7 +37,8 @@ from support import (
 from torch._inductor import config
 
 import inductor_device_options as ido
-from inductor_device_options._hook.serve import DEFAULTS_PROBE_DEVICE, installed
+from inductor_device_options._hook.installation import installed
+from inductor_device_options._hook.serve import DEFAULTS_PROBE_DEVICE
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
 

@@ -431,8 +431,7 @@ def test_doctor_fails_a_declared_header_that_is_not_found(
     provider = declaring_provider(tree, declaration=missing)
     with ido.testing.registered_cpp_device_options(DEVICE_NAME, provider):
         checks = {
-            check.name: check
-            for check in run_doctor(DEVICE_NAME, False, *found_source(DEVICE_NAME), tmp_path)
+            check.name: check for check in run_doctor(found_source(DEVICE_NAME), False, tmp_path)
         }
     headers = checks["headers"]
     assert (headers.status, headers.summary) == ("fail", "1 of 2 not found")

@@ -1,5 +1,6 @@
 """The house keeps its shape: sizes, what every process loads, the public face, the rooms'
-layers (and the layout page's drawing of them), and state in one place (the figures:
+layers (and the layout page's drawing of them), every module listed on the layout page with
+the first sentence of its docstring, and state in one place (the figures:
 ``python benchmarks/house.py``)."""
 
 from __future__ import annotations
@@ -205,6 +206,64 @@ def test_the_layout_page_tables_every_room_s_imports_and_the_arrows_up_a_layer()
     assert all(f"`{start}` → `{end}`" in markdown for start, end in upward)
 
 
+LAYOUT_PAGE = ROOT / "docs/development/layout.md"
+#: Modules without a docstring, which the layout page's list shows as such: each is to be
+#: given one, and no other may join them.
+WITHOUT_A_DOCSTRING = {
+    "__main__.py",
+    "_hook/__init__.py",
+    "_lookup/__init__.py",
+    "_options/__init__.py",
+}
+
+
+def test_the_layout_page_lists_every_module_with_the_first_sentence_of_its_docstring() -> None:
+    """The list is made when the site is built (a ``{modules}`` fence): every module under
+    src/, once, room by room in the layers' order, and what its docstring says first."""
+    ido_docs = docs_extension()
+    assert ido_docs.MODULES_PLACEHOLDER.search(LAYOUT_PAGE.read_text()), (
+        "docs/development/layout.md lists the modules with a {modules} fence"
+    )
+    markdown = ido_docs.modules_markdown(house)
+    rows = re.findall(r"^\| `([^`]+)` \| (.*) \|$", markdown, re.MULTILINE)
+    files = sorted(path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py"))
+    assert sorted(path for path, _ in rows) == files
+    dotted = {path.relative_to(PACKAGE).as_posix(): name for name, path in house.modules().items()}
+    rooms = [house.room(dotted[path]) for path, _ in rows]
+    # A room in no layer fails test_every_room_stands_in_one_layer.
+    layers = [house.LAYER_NUMBERS[name] for name in rooms if name in house.LAYER_NUMBERS]
+    assert layers == sorted(layers)
+    undocumented = set()
+    for path, summary in rows:
+        docstring = " ".join(
+            (ast.get_docstring(ast.parse((PACKAGE / path).read_text())) or "").split()
+        )
+        if not docstring:
+            undocumented.add(path)
+            assert summary == ido_docs.NO_DOCSTRING, path
+            continue
+        sentence = summary.replace("\\|", "|")
+        assert docstring.startswith(sentence) and sentence.endswith("."), (path, summary)
+    assert undocumented <= WITHOUT_A_DOCSTRING, "give each new module a docstring"
+
+
+def test_the_layout_page_names_no_module_that_is_gone() -> None:
+    """Every ``.py`` the page names by hand (the reading order, the prose) is a file: a path
+    under the package or the repository, or the name of one of the package's modules. A
+    module renamed or removed (``sample/device.py``, ``inductor_backend.py``, ``sdk.py``)
+    fails here until the page follows."""
+    module_names = {path.name for path in PACKAGE.rglob("*.py")}
+    named = set(re.findall(r"[\w./-]*\w\.py\b", LAYOUT_PAGE.read_text()))
+    gone = sorted(
+        name
+        for name in named
+        if not (PACKAGE / name).is_file()
+        and not (ROOT / name).is_file()
+        and not ("/" not in name and name in module_names)
+    )
+    assert gone == []
+
+
 #: Test files named for what they test rather than for a room: a scenario across rooms, or the
 #: project around the package. e2e/ (real compiles) and peers/ (backends we did not write)
 #: hold scenarios too.
@@ -230,6 +289,50 @@ def test_a_test_file_is_found_by_the_room_it_tests() -> None:
     ]
     assert unplaced == []
     assert all((ROOT / "tests" / name).is_file() for name in NOT_A_ROOM_S_TESTS)
+
+
+#: The function in ``cpp_builder.get_cpp_torch_device_options`` when the hook went in (torch's
+#: own, or a backend's replacement) and what it gives a device: one name each, as in the
+#: glossary, and the alias of the answer's type.
+NAMES_BELOW = {"function_below", "answer_below", "AnswerBelow"}
+#: Retired names of the same two things that contain no "below".
+RETIRED_NAMES_BELOW = {"Thunk", "chains_to"}
+
+
+def _identifiers(tree: ast.AST) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        elif isinstance(node, (ast.arg, ast.keyword)) and node.arg:
+            found.add(node.arg)
+        elif isinstance(node, ast.alias):
+            found.update(filter(None, (node.name.rpartition(".")[2], node.asname)))
+    return found
+
+
+def test_one_name_for_the_function_below_and_one_for_its_answer() -> None:
+    """``answers_below``, ``answer_below_for``, ``offered_answer_below``, ``below``,
+    ``Thunk``... are gone. ``chains_to`` stays only as schema v1's key in ``list --json``."""
+    named = {
+        name
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for name in _identifiers(ast.parse(path.read_text()))
+        if "below" in name.lower() or name in RETIRED_NAMES_BELOW
+    }
+    assert named <= NAMES_BELOW
+    old_key = [
+        (path.relative_to(PACKAGE).as_posix(), line)
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for line in path.read_text().splitlines()
+        if "chains_to" in line
+    ]
+    assert [where for where, _ in old_key] == ["_cli/listing.py"]
+    assert re.search(r'"chains_to":.*#.*\bv1\b.*\bearlier name\b', old_key[0][1])
 
 
 def test_state_lives_in_one_place() -> None:
@@ -297,3 +400,38 @@ def test_diagnose_computes_and_never_prints() -> None:
             if prints or writes:
                 printing.append(f"{path.name}:{node.lineno}")
     assert printing == []
+
+
+def _source_records() -> dict[str, ast.ClassDef]:
+    """The classes that record where a device's options come from: fields naming a device
+    (or a source) beside its kind, description or provider."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                fields = {
+                    statement.target.id
+                    for statement in node.body
+                    if isinstance(statement, ast.AnnAssign)
+                    and isinstance(statement.target, ast.Name)
+                }
+                if fields & {"kind", "description", "provider"} and fields & {
+                    "device_type",
+                    "source",
+                }:
+                    found[f"{path.relative_to(PACKAGE).as_posix()}:{node.name}"] = node
+    return found
+
+
+def test_one_record_of_where_a_device_s_options_come_from_and_the_provider_beside_it() -> None:
+    records = _source_records()
+    assert sorted(records) == ["_source.py:DeviceOptionsSource", "_source.py:FoundSource"]
+    for node in records.values():  # immutable: a loaded entry point is a new record
+        frozen = [
+            keyword.value
+            for decorator in node.decorator_list
+            if isinstance(decorator, ast.Call)
+            for keyword in decorator.keywords
+            if keyword.arg == "frozen"
+        ]
+        assert [ast.literal_eval(value) for value in frozen] == [True], node.name

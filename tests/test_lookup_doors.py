@@ -336,8 +336,7 @@ def test_registrations_through_cpp_builder_are_reported(command: list[str]) -> N
         "description": "__main__.acme",
         "guaranteed": False,
         "fallback": False,
-        "provider": None,  # introspection hands out no provider
-    }
+    }  # and no provider: the record people see has none (FoundSource holds it)
     # JSON v1 carries the kind under its earlier name too, and neither of the last two.
     in_json = {
         **{key: value for key, value in source.items() if key not in ("fallback", "provider")},

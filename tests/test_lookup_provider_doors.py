@@ -375,7 +375,7 @@ def test_list_and_show_give_the_doors_in_json_and_text(
 
 
 def doors_check(tmp_path: Path) -> Any:
-    context = Context(DEVICE, False, *found_source(DEVICE), tmp_path)
+    context = Context(found_source(DEVICE), False, tmp_path)
     context.options = ido.get_cpp_device_options(DEVICE)  # what the options check computed
     return check_provider_doors(context)
 

@@ -29,7 +29,8 @@ def test_register_lists_the_device_and_unregister_removes_it() -> None:
     ido.register_cpp_device_options("npu", npu_options)
     assert "npu" in ido.introspection.registered_device_types()
     registration = _entry_points.own_source("npu")
-    assert registration == ido.introspection.DeviceOptionsSource(
+    assert registration is not None
+    assert registration.source == ido.introspection.DeviceOptionsSource(
         "npu", "registration", "test_lookup_registry.npu_options", guaranteed=True
     )
     assert registration is not None and registration.provider is npu_options

@@ -10,6 +10,10 @@
   and a table of the imports between the package's rooms, computed from its source by
   ``benchmarks/house.py`` (which ``tests/test_house.py`` holds to the layers). The page is
   read again whenever a module of the package changes.
+* Every module, listed. A page holds an empty ``{modules}`` fence; when Sphinx reads the
+  page, it is replaced by a table of the package's modules, room by room, each with the
+  first sentence of its docstring (``benchmarks/house.py``'s ``module_summaries``): the
+  docstrings are the record, and the list cannot miss a module or name one that is gone.
 * Constants under their public name. A constant re-exported by ``inductor_device_options``
   (``ENTRY_POINT_GROUP``) has its ``#:`` comment in the private module that defines it;
   autodoc, documenting it under the public name, would show the docstring of its type
@@ -45,7 +49,10 @@ MERMAID_FROM_THE_PAGE = (
 )
 PLACEHOLDER = re.compile(r"^```\{cli-reference\}\n```\n", re.MULTILINE)
 ROOMS_PLACEHOLDER = re.compile(r"^```\{rooms\}\n(.*?)^```\n", re.MULTILINE | re.DOTALL)
+MODULES_PLACEHOLDER = re.compile(r"^```\{modules\}\n```\n", re.MULTILINE)
 HOUSE = Path(__file__).resolve().parents[2] / "benchmarks" / "house.py"
+#: What the list of modules says of a module without a docstring.
+NO_DOCSTRING = "(no docstring)"
 #: argparse wraps usage lines at the terminal's width; the docs use a fixed one.
 USAGE_WIDTH = "88"
 
@@ -215,6 +222,26 @@ def _replace_rooms_placeholder(app: Any, docname: str, source: list[str]) -> Non
     source[0] = source[0][: found.start()] + generated + source[0][found.end() :]
 
 
+def modules_markdown(house: ModuleType) -> str:
+    """Every module of the package as a MyST table: its path under the package and the first
+    sentence of its docstring, rooms in layer order (``house.module_summaries``)."""
+    lines = ["| module | the first sentence of its docstring |", "|---|---|"]
+    for path, summary in house.module_summaries().items():
+        lines.append(f"| `{path}` | {_cell(summary) or NO_DOCSTRING} |")
+    return "\n".join([*lines, ""]) + "\n"
+
+
+def _replace_modules_placeholder(app: Any, docname: str, source: list[str]) -> None:
+    found = MODULES_PLACEHOLDER.search(source[0])
+    if not found:
+        return
+    house = load_house()
+    # Read again, on an incremental build, whenever a module or its docstring may have changed.
+    for path in (HOUSE, *house.modules().values()):
+        app.env.note_dependency(str(path))
+    source[0] = source[0][: found.start()] + modules_markdown(house) + source[0][found.end() :]
+
+
 def defining_doc_comment(module_name: str, attribute: str, value: object) -> list[str] | None:
     """The ``#:`` comment of ``attribute`` in the package's module that defines ``value``."""
     from sphinx.pycode import ModuleAnalyzer
@@ -264,6 +291,7 @@ def _mermaid_from_the_site(
 def setup(app: Any) -> dict[str, Any]:
     app.connect("source-read", _replace_placeholder)
     app.connect("source-read", _replace_rooms_placeholder)
+    app.connect("source-read", _replace_modules_placeholder)
     app.connect("autodoc-process-docstring", _data_docstring)
     # After sphinxcontrib-mermaid's own handler (priority 500), which adds its script.
     app.connect("html-page-context", _mermaid_from_the_site, priority=600)

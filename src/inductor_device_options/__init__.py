@@ -40,16 +40,17 @@ from ._hook.install import arm
 from ._lookup.device_types import RESERVED_DEVICE_TYPES
 from ._lookup.registry import (
     ENTRY_POINT_GROUP,
-    CppDeviceOptionsCallback,
     guarantee_cpp_device_options,
     register_cpp_device_options,
     unregister_cpp_device_options,
 )
 from ._options.model import CppDeviceOptions
 from ._options.runpath import runpath
+from ._source import CppDeviceOptionsCallback
 
 if TYPE_CHECKING:
-    from ._hook.lookups import default_cpp_device_options, get_cpp_device_options
+    from ._defaults import default_cpp_device_options
+    from ._hook.lookups import get_cpp_device_options
     from ._options.pipeline import check_value
 
 __version__ = "0.1.0"
@@ -85,7 +86,7 @@ __all__ = [
 #: module each is defined in.
 _LOADED_ON_FIRST_USE = {
     "check_value": "_options.pipeline",  # the validation pipeline: for a provider that asks
-    "default_cpp_device_options": "_hook.lookups",  # for providers and their users
+    "default_cpp_device_options": "_defaults",  # for providers and their users
     "get_cpp_device_options": "_hook.lookups",
 }
 

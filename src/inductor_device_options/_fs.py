@@ -2,15 +2,17 @@
 path is torch's own, and a walk of dir trees that is bounded and never raises.
 
 Each was written twice before (the SDK identity and doctor): one meaning, one place.
-Nothing here imports another module of the package; torch only when asked where it is.
+Nothing here imports another module of the package but ``_state`` (for its cache); torch
+only when asked where it is.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from functools import lru_cache
 from typing import Literal, NamedTuple
+
+from . import _state
 
 
 def library_file_names(library: str) -> tuple[str, ...]:
@@ -39,7 +41,7 @@ def within(path: str, directories: Iterable[str]) -> bool:
     return any(path == parent or path.startswith(parent + os.sep) for parent in directories)
 
 
-@lru_cache(maxsize=1)  # torch does not move while a process runs
+@_state.cached(1)  # torch never moves, but a reset costs one realpath: it forgets all
 def torch_dir() -> str:
     """torch's real install dir (importing torch, if nobody has)."""
     import torch

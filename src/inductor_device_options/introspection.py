@@ -17,12 +17,12 @@ from ._hook import sources as _sources
 from ._hook.chain import AdoptedFunction
 from ._hook.door_report import DOOR_NAMES, ProviderDoor, described_door
 from ._hook.door_report import provider_doors as _provider_doors
-from ._hook.serve import current_installation
+from ._hook.installation import current_installation
 from ._hook.torch_hooks import TorchHook
 from ._hook.torch_hooks import torch_hooks as _torch_hooks
 from ._lookup import registry as _registry
 from ._lookup.device_types import normalize_device_type
-from ._lookup.registry import DeviceOptionsSource
+from ._source import DeviceOptionsSource
 from ._torch_names import FUNCTION, REGISTER
 
 __all__ = [
@@ -134,7 +134,7 @@ def device_options_source(device_type: str) -> DeviceOptionsSource:
             description='torch._inductor.cpp_builder.get_cpp_torch_device_options',
             guaranteed=False, fallback=False)
     """
-    return _sources.found_source(normalize_device_type(device_type)).shown
+    return _sources.found_source(normalize_device_type(device_type)).source
 
 
 def known_device_options_sources() -> list[DeviceOptionsSource]:
@@ -152,7 +152,7 @@ def known_device_options_sources() -> list[DeviceOptionsSource]:
         >>> kinds["cpu"], kinds["npu"]
         ('torch', 'entry point')
     """
-    return [_sources.found_source(name).shown for name in _sources.known_device_types()]
+    return [_sources.found_source(name).source for name in _sources.known_device_types()]
 
 
 def hook_state() -> HookState:
@@ -173,6 +173,9 @@ def hook_state() -> HookState:
     installation = current_installation()
     if installation is None:
         return HookState(torch.__version__, "waiting", None, None, None)
+    # Read from the namespace as Inductor's module-global lookup reads it: a function
+    # written there past the chain (a __dict__ write the hook does not see) is what Inductor
+    # calls, and registrations no longer apply.
     current = installation.module.__dict__.get(FUNCTION)
     chain = installation.chain
     replaced_by = None
@@ -243,10 +246,10 @@ def declared_doors(device_type: str) -> dict[str, str]:
     """
     from ._hook.provider_doors import door_source
 
-    source = door_source(normalize_device_type(device_type))
-    if source is None:
+    found = door_source(normalize_device_type(device_type))
+    if found is None or found.provider is None:
         return {}
-    provider, device, description = source.provider, source.device_type, source.description
+    provider, device, description = found.provider, found.device_type, found.description
     return {
         name: described_door(name, provider, device, description)
         for name in DOOR_NAMES

@@ -16,12 +16,12 @@ from .._diagnose.backend_init_run import BackendInit, run_backend_init
 from .._diagnose.devices import UnknownDeviceError, unknown_device
 from .._diagnose.module_load import FreshPython
 from .._diagnose.probe import probe_workspace
-from .._diagnose.provider_loading import ProviderSpec, load_provider
+from .._diagnose.provider_loading import load_provider
 from .._errors import CppDeviceOptionsError, ProviderLoadError, raised_by_provider
 from .._hook.sources import found_source
 from .._lookup import entry_points as _entry_points
 from .._lookup import registry as _registry
-from ..introspection import DeviceOptionsSource
+from .._source import DeviceOptionsSource, FoundSource
 from .output import (
     EXIT_FAILED,
     EXIT_UNKNOWN_DEVICE,
@@ -35,8 +35,8 @@ from .output import (
 )
 
 #: The providers of ``--provider`` that could not be loaded, by device: the source they
-#: would have been, and why.
-FailedLoads = dict[str, tuple[DeviceOptionsSource, ProviderLoadError]]
+#: would have been (serving nothing), and why.
+FailedLoads = dict[str, tuple[FoundSource, ProviderLoadError]]
 
 
 @dataclass
@@ -47,9 +47,8 @@ class DeviceRun:
     args: argparse.Namespace
     output: Output
     work: Path  # the probe workspace
-    source: DeviceOptionsSource  # where the device's options come from, as shown
+    found: FoundSource  # where the device's options come from, found once for the run
     document: Document  # the JSON document, filled in by the command
-    served: DeviceOptionsSource | None = None  # the package's own, found with source (doctor)
     loader: FreshPython | None = None  # doctor's fresh python, importing torch meanwhile
     load_error: ProviderLoadError | None = None  # the --provider that could not be loaded
     backend_init: BackendInit | None = None  # the device module's _inductor_backend_init, run
@@ -83,23 +82,23 @@ def device_command(
             note_invalid_declarations(name)
             backend_init = backend_init_noted(name)
             failed = failed_loads.get(args.device)
-            source, served = (failed[0], None) if failed else found_source(args.device)
+            found = failed[0] if failed else found_source(args.device)
             document: Document = {
                 "device_type": args.device,
                 "aot_mode": args.aot,
                 **({"compile_only": args.compile_only} if "compile_only" in args else {}),
-                "source": source_document(source),
+                "source": source_document(found.source),
                 "torch_hooks": torch_hooks_document(),
                 "provider_doors": provider_doors_document(),
                 **placeholders,
                 "error": None,
             }
-            run = DeviceRun(args, output, work, source, document, served, loader)
+            run = DeviceRun(args, output, work, found, document, loader)
             run.load_error = failed[1] if failed else None
             run.backend_init = backend_init
             if failed is not None and name == "show":
                 return fail(run, name, failed[1], EXIT_FAILED)
-            unknown = None if failed else unknown_device(args.device, source)
+            unknown = None if failed else unknown_device(args.device, found.source)
             if unknown is not None:
                 return fail(run, name, unknown, EXIT_UNKNOWN_DEVICE)
             return command(run)
@@ -112,19 +111,21 @@ def import_inductor() -> None:
     import torch._inductor.cpp_builder  # noqa: F401
 
 
-def register_providers(args: argparse.Namespace, specs: Sequence[ProviderSpec]) -> FailedLoads:
-    """Load and register each ``--provider`` (for DEVICE, or the device it names); those
-    that cannot be loaded, by device, with the source they would have been. One that
-    cannot be registered for its device is a usage error."""
+def register_providers(
+    args: argparse.Namespace, specs: Sequence[tuple[str | None, str]]
+) -> FailedLoads:
+    """Load and register each ``--provider`` (``parse_provider_spec``'s: for DEVICE, or the
+    device it names); those that cannot be loaded, by device, with the source they would
+    have been. One that cannot be registered for its device is a usage error."""
     failed: FailedLoads = {}
-    for spec in specs:
-        device = spec.device_type or args.device
+    for device_named, spec in specs:
+        device = device_named or args.device
         try:
             with redirect_stdout(sys.stderr):  # what the module prints is not the output
                 callback = load_provider(spec, device)
         except ProviderLoadError as error:
-            source = DeviceOptionsSource(device, "registration", str(spec), guaranteed=True)
-            failed[device] = (source, error)
+            source = DeviceOptionsSource(device, "registration", spec, guaranteed=True)
+            failed[device] = (FoundSource(source, served=False), error)  # never registered
             continue
         try:
             _registry.register_cpp_device_options(device, callback)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TypedDict
 
 from .._diagnose.backend_init_run import BackendInit
 from .._diagnose.checks import Check, check_names
@@ -13,7 +14,7 @@ from .._diagnose.devices import absent_device, all_devices, loaded_source
 from .._diagnose.doctor import provider_load_failed, run_doctor
 from .._diagnose.module_load import FreshPython
 from .._diagnose.probe import probe_workspace
-from .._hook.sources import FoundSource
+from .._source import FoundSource
 from .device_command import (
     FailedLoads,
     backend_init_noted,
@@ -34,6 +35,16 @@ from .output import (
 )
 
 
+class _DeviceResult(TypedDict):
+    """One device's entry in doctor --all's JSON (schema v1)."""
+
+    device_type: str
+    source: Document
+    status: str
+    skipped: str | None
+    checks: list[Document]
+
+
 def doctor_all(args: argparse.Namespace, output: Output) -> int:
     """doctor for each device this process knows, torch's own left out: one line each."""
     style = Style.for_stream(sys.stdout)
@@ -42,14 +53,12 @@ def doctor_all(args: argparse.Namespace, output: Output) -> int:
         failed_loads = register_providers(args, args.provider)
         note_invalid_declarations("doctor")
         backend_init = backend_init_noted("doctor")  # as a compile would, before the lookup
-        sources = {found.shown.device_type: found for found in all_devices()}
-        sources.update(
-            {device: FoundSource(source, None) for device, (source, _) in failed_loads.items()}
-        )
+        sources = {found.device_type: found for found in all_devices()}
+        sources.update({device: found for device, (found, _) in failed_loads.items()})
         if not args.json:
             print(header(style, "doctor --all", modes(args)) + "\n")
         width = max([len(device) for device in sources] or [0])
-        results = []
+        results: list[_DeviceResult] = []
         for index, (device, found) in enumerate(sorted(sources.items())):
             more = index + 1 < len(sources)
             result = _doctor_one(
@@ -68,7 +77,7 @@ def doctor_all(args: argparse.Namespace, output: Output) -> int:
     return exit_code
 
 
-def _closing_line(style: Style, results: list[Document], failed: list[str]) -> str:
+def _closing_line(style: Style, results: list[_DeviceResult], failed: list[str]) -> str:
     if not results:
         return "No device other than torch's own has C++ options in this process."
     if failed:
@@ -95,11 +104,10 @@ def _doctor_one(
     loaders: _Loaders,
     more: bool,
     backend_init: BackendInit | None,
-) -> Document:
-    source = found.shown
+) -> _DeviceResult:
     # Loaded once: the provider's absent hint and the device's checks share it.
-    loaded = None if device in failed_loads else loaded_source(found.served)
-    skipped = None if device in failed_loads else absent_device(source, loaded)
+    loaded = found if device in failed_loads else loaded_source(found)
+    skipped = None if device in failed_loads else absent_device(loaded)
     checks: list[Check] = []
     if device in failed_loads:
         names = check_names(args.aot, compile=False)  # no --compile with --all
@@ -108,9 +116,7 @@ def _doctor_one(
         device_work = work / device
         device_work.mkdir()
         loader = loaders.next(more)
-        checks = run_doctor(
-            device, args.aot, source, loaded, device_work, loader=loader, backend_init=backend_init
-        )
+        checks = run_doctor(loaded, args.aot, device_work, loader=loader, backend_init=backend_init)
     statuses = {check.status for check in checks}
     status = next(
         (status for status in ("fail", "warn") if status in statuses),
@@ -118,7 +124,7 @@ def _doctor_one(
     )
     return {
         "device_type": device,
-        "source": source_document(source),
+        "source": source_document(found.source),
         "status": status,
         "skipped": skipped,
         "checks": [check_document(check) for check in checks],
@@ -176,9 +182,8 @@ def label(style: Style, status: str) -> str:
     }[status]
 
 
-def _device_line(style: Style, result: Document, width: int) -> str:
-    checks: list[Document] = result["checks"]  # type: ignore[assignment]
-    source: Document = result["source"]  # type: ignore[assignment]
+def _device_line(style: Style, result: _DeviceResult, width: int) -> str:
+    checks, source = result["checks"], result["source"]
     status = str(result["status"])
     failed = [str(check["title"]) for check in checks if check["status"] == "fail"]
     warned = [str(check["title"]) for check in checks if check["status"] == "warn"]

@@ -28,6 +28,7 @@ from .output import (
     Output,
     Style,
     header,
+    options_from,
     torch_hooks_line,
     torch_hooks_lines,
 )
@@ -45,7 +46,7 @@ def doctor_command(run: DeviceRun) -> int:
     text = not args.json
     if text:
         print(header(style, f"doctor {args.device}", modes(args)))
-        print(f"options from {run.source.kind}: {run.source.description}")
+        print(options_from(run.found.source))
         registered = backend_registered(args.device)
         hooks = torch_hooks_lines(style) if registered else [torch_hooks_line(style, args.device)]
         print("\n".join(hooks) + "\n")
@@ -81,10 +82,8 @@ def _checks(
             on_check(check)
         return checks
     checks = run_doctor(
-        args.device,
+        run.found,
         args.aot,
-        run.source,
-        run.served,
         run.work,
         on_check=on_check,
         progress=progress,
@@ -93,12 +92,11 @@ def _checks(
         backend_init=run.backend_init,
     )
     if args.compile:
-        provider_spec = str(args.provider[0]) if args.provider else None
+        provider_spec = args.provider[0][1] if args.provider else None  # MODULE:CALLABLE
         work = run.work / "compile"
         for check in real_compile.compile_checks(
             args.device,
             args.aot,
-            run.source,
             provider_spec,
             work,
             checks,

@@ -23,6 +23,7 @@ from .output import (
     Document,
     Output,
     Style,
+    described,
     header,
     provider_doors_document,
     provider_doors_lines,
@@ -47,7 +48,7 @@ def list_command(args: argparse.Namespace, output: Output) -> int:
     kinds = max(len("SOURCE"), *(len(source.kind) for source in sources))
     print(style.bold(f"{'DEVICE':<{width}}  {'SOURCE':<{kinds}}  FROM"))
     for source in sources:
-        print(f"{source.device_type:<{width}}  {source.kind:<{kinds}}  {source.description}")
+        print(f"{source.device_type:<{width}}  {source.kind:<{kinds}}  {described(source)}")
     print("\n" + "\n".join(torch_hooks_lines(style)))
     print("\n" + "\n".join(provider_doors_lines(style)))
     sections = [

@@ -120,13 +120,32 @@ def header(style: Style, command: str, detail: str = "") -> str:
     return "\n".join(lines)
 
 
+#: What a bundled provider's description says wherever a command prints it.
+_BUNDLED = (
+    "; bundled: it gives way to a registration, another distribution's entry point or the "
+    "device's DeviceInterface"
+)
+
+
+def described(source: DeviceOptionsSource) -> str:
+    """``source``'s description as every command prints it (text and JSON): a bundled
+    provider's (``fallback``) says what it gives way to."""
+    return source.description + (_BUNDLED if source.fallback else "")
+
+
+def options_from(source: DeviceOptionsSource) -> str:
+    """The line of ``show``'s and ``doctor``'s reports that says where the options come
+    from."""
+    return f"options from {source.kind}: {described(source)}"
+
+
 def source_document(source: DeviceOptionsSource) -> Document:
     """A source in JSON: ``kind``, and under v1's earlier name ``source`` too (keys are only
     ever added within a version)."""
     return {
         "device_type": source.device_type,
         "kind": source.kind,
-        "description": source.description,
+        "description": described(source),
         "guaranteed": source.guaranteed,
         "source": source.kind,
     }

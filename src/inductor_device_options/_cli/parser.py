@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .. import __version__
-from .._diagnose.provider_loading import ProviderSpec, parse_provider_spec
+from .._diagnose.provider_loading import parse_provider_spec
 from .._lookup.device_types import normalize_device_type
 from .demo import demo_command, ranks_arg
 from .doctor_report import doctor_entry
@@ -168,7 +168,7 @@ def _device_arg(value: str) -> str:
         raise argparse.ArgumentTypeError(str(error)) from error
 
 
-def _provider_arg(text: str) -> ProviderSpec:
+def _provider_arg(text: str) -> tuple[str | None, str]:
     """Only the form is checked here: loading the module is a check of its own."""
     try:
         return parse_provider_spec(text)
@@ -187,7 +187,7 @@ def check_device_arguments(args: argparse.Namespace) -> None:
     """DEVICE or --all; --provider once for DEVICE (its DEVICE= prefix, if any, the same),
     with --all any number of DEVICE=MODULE:CALLABLE."""
     parser: argparse.ArgumentParser = args.parser
-    specs: list[ProviderSpec] = args.provider
+    specs: list[tuple[str | None, str]] = args.provider
     if getattr(args, "model", None) and not getattr(args, "compile", False):
         parser.error("argument --model: only with --compile (it compiles your model)")
     if args.all:
@@ -195,8 +195,8 @@ def check_device_arguments(args: argparse.Namespace) -> None:
             parser.error("give DEVICE or --all, not both")
         if getattr(args, "compile", False):
             parser.error("argument --compile: not with --all (give one DEVICE)")
-        for spec in specs:
-            if spec.device_type is None:
+        for device, spec in specs:
+            if device is None:
                 parser.error(
                     f"argument --provider: with --all, give DEVICE={spec} (the device it serves)"
                 )
@@ -205,9 +205,9 @@ def check_device_arguments(args: argparse.Namespace) -> None:
         parser.error("the following arguments are required: DEVICE (or --all)")
     if len(specs) > 1:
         parser.error("argument --provider: give it once for DEVICE (or use --all)")
-    for spec in specs:
-        if spec.device_type not in (None, args.device):
+    for device, spec in specs:
+        if device not in (None, args.device):
             parser.error(
-                f"argument --provider: {spec.device_type}={spec} is for device "
-                f"{spec.device_type!r}, not {args.device!r}"
+                f"argument --provider: {device}={spec} is for device {device!r}, "
+                f"not {args.device!r}"
             )

@@ -13,7 +13,15 @@ from .._hook.lookups import get_cpp_device_options
 from .._options.model import FIELDS, CppDeviceOptions
 from ..introspection import declared_doors
 from .device_command import DeviceRun, device_command, fail, modes
-from .output import EXIT_FAILED, EXIT_OK, Style, header, provider_doors_lines, torch_hooks_lines
+from .output import (
+    EXIT_FAILED,
+    EXIT_OK,
+    Style,
+    header,
+    options_from,
+    provider_doors_lines,
+    torch_hooks_lines,
+)
 
 
 def show(run: DeviceRun) -> int:
@@ -40,7 +48,7 @@ def show(run: DeviceRun) -> int:
         return EXIT_OK
     style = Style.for_stream(sys.stdout)
     print(header(style, f"show {args.device}", modes(args)))
-    print(f"options from {run.source.kind}: {run.source.description}")
+    print(options_from(run.found.source))
     line = f"builds: {asked.describe()}"
     print(style.fail(line + "; these options never reach them") if asked.mismatch else line)
     print()

@@ -176,7 +176,8 @@ def _command_log() -> Path:
             _recorder.log_path = Path(name)
             atexit.register(_recorder.log_path.unlink, missing_ok=True)
         # Named again at every recording: whatever restores os.environ after a block (torch
-        # 2.6's fresh_inductor_cache, mock.patch.dict) takes out a name set inside it.
+        # 2.6's utils.fresh_inductor_cache, which uses mock.patch.dict(os.environ, ...)) takes
+        # out a name set inside it.
         os.environ[COMMAND_LOG_ENV] = str(_recorder.log_path)
         return _recorder.log_path
 

@@ -95,7 +95,7 @@ def _legacy_replacement(torch_function: Callable[..., Any]) -> Callable[..., Any
     def legacy_replacement(
         device_type: str, aot_mode: bool = False, compile_only: bool = False
     ) -> Any:
-        # A backend's own copy of torch's function, assigned for every device: it knows
+        # A backend's own copy of torch's own function, assigned for every device: it knows
         # torch's devices, and gives any other one torch's generic options.
         known = device_type if device_type in RESERVED_DEVICE_TYPES else "legacy_backend_device"
         return torch_function(known, aot_mode, compile_only)
@@ -107,6 +107,7 @@ def _chaining_wrapper(captured: Callable[..., Any]) -> Callable[..., Any]:
     def chaining_wrapper(
         device_type: str, aot_mode: bool = False, compile_only: bool = False, **kwargs: object
     ) -> Any:
+        # **kwargs: torch 2.15's CppTorchDeviceOptions passes cpp_stdlib= as well.
         options = captured(device_type, aot_mode, compile_only, **kwargs)
         if device_type == DEVICE_NAME:
             options[0].append(WRAPPER_MACRO)

@@ -56,6 +56,8 @@ def _codegen_refuses() -> bool:
 
     from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
 
+    # torch 2.13-2.15's CppWrapperCpu.codegen_model_constructor raises MIXED_DEVICE (2.6's
+    # never does): read from its source, as no flag says it.
     constructor = getattr(CppWrapperCpu, "codegen_model_constructor", None)
     try:
         return constructor is not None and MIXED_DEVICE in inspect.getsource(constructor)

@@ -121,6 +121,9 @@ def precompiled_header(device_type: str, aot_mode: bool) -> str | None:
     (asked of torch's own function), None where this torch precompiles none."""
     from torch._inductor import codecache, config
 
+    # torch 2.13-2.15's private codecache._get_cpp_wrapper_header, behind the configs
+    # aot_inductor.precompile_headers and cpp_cache_precompile_headers; torch 2.6 has
+    # neither and precompiles nothing.
     header_of = getattr(codecache, "_get_cpp_wrapper_header", None)
     if header_of is None:
         return None

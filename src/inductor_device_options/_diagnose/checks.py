@@ -1,7 +1,7 @@
-"""What a doctor check is and what every check works with: its verdict (``Check``, its
-problems: ``_options.problems.Problem``, the type the validation pipeline's refusals are of
-too), the names and titles of every check, what is known of the device so far
-(``Context``) and the wording of the fixes the checks share.
+"""What a doctor check is and what every check works with: its verdict (``Check``), the
+names and titles of every check, what is known of the device so far (``Context``) and the
+wording of the fixes the checks share. A check's problems are ``_options.problems.Problem``,
+the type the validation pipeline's refusals are of too.
 
 A report names the provider once, in its header: a check's words say "the provider", and
 a failure with many instances (ten missing headers) is one problem that lists them, with
@@ -18,10 +18,9 @@ from typing import Literal
 
 from .._errors import InvalidCppDeviceOptionsError
 from .._lookup.provider_attributes import hints_of
-from .._lookup.registry import CppDeviceOptionsCallback
 from .._options.model import CppDeviceOptions
 from .._options.problems import Problem
-from ..introspection import DeviceOptionsSource
+from .._source import CppDeviceOptionsCallback, DeviceOptionsSource, FoundSource
 from .asked import AskedDevice
 from .backend_init_run import BackendInit
 from .devices import loaded_source, serving_object
@@ -126,10 +125,8 @@ def one_cause(problems: Sequence[Problem], cause: str) -> tuple[Problem, ...]:
 class Context:
     """What the checks know of the device so far, each check adding what it learnt."""
 
-    device_type: str
+    found: FoundSource  # the device's source, found once for the run
     aot_mode: bool
-    source: DeviceOptionsSource  # as shown: without its provider
-    served: DeviceOptionsSource | None  # the package's own, found once a run (None: torch's)
     work: Path
     loader: FreshPython | None = None
     backend_init: BackendInit | None = None  # the device module's _inductor_backend_init, run
@@ -140,18 +137,30 @@ class Context:
     probe_builds: ProbeBuilds | None = None  # started before the header checks
     checks: list[Check] = field(default_factory=list)  # those done so far
 
+    @property
+    def device_type(self) -> str:
+        return self.found.device_type
+
+    @property
+    def source(self) -> DeviceOptionsSource:
+        return self.found.source
+
     @cached_property
+    def loaded(self) -> FoundSource:
+        """The source the run found, its provider loaded once for every check
+        (``loaded_source``)."""
+        return loaded_source(self.found)
+
+    @property
     def provider(self) -> CppDeviceOptionsCallback | None:
-        """The provider the package calls for the device, loaded once for every check from
-        the source the run found: None where torch serves the device, or where the provider
-        cannot be loaded (the options check reports why)."""
-        loaded = loaded_source(self.served)
-        return loaded.provider if loaded is not None else None
+        """The provider the package calls for the device: None where torch serves the
+        device, or where the provider cannot be loaded (the options check reports why)."""
+        return self.loaded.provider
 
     @cached_property
     def serving(self) -> object | None:
         """What serves the device (its provider or DeviceInterface), for its attributes."""
-        return serving_object(self.source, self.provider)
+        return serving_object(self.loaded)
 
     @cached_property
     def hints(self) -> Mapping[str, object]:

@@ -74,6 +74,8 @@ def check_cmake_project(
     import torch
     from torch._inductor import cpp_builder
 
+    # CppBuilder.save_compile_cmd_to_cmake: torch 2.13-2.15; torch 2.6's AotCodeCompiler
+    # writes <wrapper>_compile_flags.json and _linker_flags.json instead.
     if not hasattr(getattr(cpp_builder, BUILDER), CMAKE_WRITERS[0]):
         return check(
             NAME,
@@ -117,6 +119,7 @@ def write_project(device_type: str, directory: Path, headers: Sequence[str] = ()
         )
         return CppBuilder(PROBE_NAME, sources, options, output_dir=str(directory))
 
+    # The calls torch 2.13-2.15's AotCodeCompiler.compile makes, in its order.
     wrapper = builder([str(source)], True)  # as AOTInductor's wrapper, then its library
     wrapper.save_compile_cmd_to_cmake(cmake_path, device_type)
     wrapper.save_src_to_cmake(cmake_path, str(source))
@@ -163,7 +166,8 @@ def project_lacks(text: str, own: CppDeviceOptions) -> list[str]:
 
 def _own_options(context: Context) -> CppDeviceOptions:
     """The device's options torch's defaults lack: to compile (include dirs) and to link."""
-    from .._hook.lookups import default_cpp_device_options, get_cpp_device_options
+    from .._defaults import default_cpp_device_options
+    from .._hook.lookups import get_cpp_device_options
 
     def own(compile_only: bool) -> CppDeviceOptions:
         return own_options(

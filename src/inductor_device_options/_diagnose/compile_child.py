@@ -1,10 +1,13 @@
-"""What ``doctor --compile`` runs in its fresh Python, torch imported first (its backend
-autoload has loaded the device's backend): the ``--provider``, if any, registered; a
-recording wrapper assigned to ``cpp_builder.get_cpp_torch_device_options`` (the package
-adopts it into its chain, below which its sources are: it sees every question, those the
-registrations answer included); every compiler command recorded (an audit hook on
-``subprocess.Popen``); then a compile of a tiny graph on the device, each step's outcome,
-the questions, commands and options written to one JSON file (``real_compile`` judges).
+"""What ``doctor --compile`` runs in its fresh Python: a compile of a tiny graph on the
+device, recorded in one JSON file that ``real_compile`` judges.
+
+Torch is imported first (its backend autoload has loaded the device's backend); then the
+``--provider``, if any, is registered; a recording wrapper is assigned to
+``cpp_builder.get_cpp_torch_device_options`` (the package adopts it into its chain, below
+which its sources are: it sees every question, those the registrations answer included);
+every compiler command is recorded (an audit hook on ``subprocess.Popen``); then the graph
+is compiled, and each step's outcome, the questions, commands and options are written to
+the file.
 """
 
 from __future__ import annotations
@@ -106,13 +109,14 @@ def _setup(device: str, provider_spec: str | None) -> None:
     import torch._inductor.config as inductor_config
 
     from .._lookup import registry as _registry
-    from .provider_loading import load_provider, parse_provider_spec
+    from .provider_loading import load_provider
 
     if provider_spec is not None:
-        callback = load_provider(parse_provider_spec(provider_spec), device)
+        callback = load_provider(provider_spec, device)
         _registry.register_cpp_device_options(device, callback)
     inductor_config.fx_graph_cache = False
     inductor_config.fx_graph_remote_cache = False
+    # torch 2.6-2.15 all have it (2.6 as a plain module global, 2.13 on as a Config).
     if hasattr(functorch_config, "enable_autograd_cache"):
         functorch_config.enable_autograd_cache = False
 
@@ -136,7 +140,7 @@ def _install_recorder(device: str, aot_mode: bool, result: Json) -> None:
     gets what the package gives."""
     from torch._inductor import cpp_builder
 
-    from .._hook.chain import flags
+    from .._hook.serve import flags
 
     questions: list[Json] = result["questions"]
     found = cpp_builder.get_cpp_torch_device_options

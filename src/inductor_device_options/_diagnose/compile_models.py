@@ -1,7 +1,8 @@
 """What ``doctor --compile`` compiles in its fresh Python after ``x * 2 + 1``: a model as
-real models are, with weights and extern kernels (a ``Linear`` with and without bias, and a
-``bmm``: ``mm``, ``addmm`` and ``bmm`` through the device's C shim), and the user's own
-model (``--model MODULE:FUNCTION``, the function returning the module and its inputs).
+real models are, with weights and extern kernels, and the user's own model. The first is a
+``Linear`` with and without bias, and a ``bmm`` (``mm``, ``addmm`` and ``bmm`` through the
+device's C shim); the user's is ``--model MODULE:FUNCTION``, the function returning the
+module and its inputs.
 
 With AOTInductor a model is packaged, loaded and run as a user does: its weights in the
 ``.so`` (torch's default) unless ``aot_inductor.package_constants_in_so`` is False in the
@@ -157,6 +158,9 @@ def _user_managed_loads() -> bool:
     """This torch's loaded packages take weights they do not copy (torch 2.6's do not)."""
     from torch._inductor import package
 
+    # AOTICompiledModel.load_constants (defined in torch.export.pt2_archive._package on 2.13
+    # and 2.15, imported into torch._inductor.package) takes user_managed=; torch 2.6's, in
+    # torch._inductor.package itself, takes check_full_update only.
     loaded = getattr(package, "AOTICompiledModel", None)
     method = getattr(loaded, "load_constants", None)
     return method is not None and "user_managed" in inspect.signature(method).parameters

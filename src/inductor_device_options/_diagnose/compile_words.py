@@ -1,7 +1,8 @@
 """How ``doctor --compile`` words what its fresh Python recorded: a check of its own, an
-error's first line and relevant lines, and an error's cause with its fix: for an error that
-says nothing, the function that raised it (``raised_in``); for the errors whose cause is
-known (a C shim function not declared, weights the AOTInductor runtime refuses), that cause.
+error's first line and relevant lines, and an error's cause with its fix. For an error that
+says nothing, the cause is the function that raised it (``raised_in``); for the errors whose
+cause is known (a C shim function not declared, weights the AOTInductor runtime refuses),
+that cause.
 """
 
 from __future__ import annotations

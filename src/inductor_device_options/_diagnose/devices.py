@@ -9,13 +9,14 @@ from collections.abc import Callable
 
 from .. import ENTRY_POINT_GROUP
 from .._errors import CppDeviceOptionsError
-from .._hook.serve import resolve_module
-from .._hook.sources import FoundSource, found_source, known_device_types
+from .._hook.sources import found_source, known_device_types
+from .._lookup import resolve
 from .._lookup.device_types import RESERVED_DEVICE_TYPES
 from .._lookup.interfaces import interface_defining_cpp_options
 from .._lookup.provider_attributes import hints_of
+from .._source import DeviceOptionsSource, FoundSource
 from .._torch_names import CPP_BUILDER
-from ..introspection import DeviceOptionsSource, hook_state
+from ..introspection import hook_state
 from .provider_loading import PROG
 
 #: torch's own function, the one a device without any provider falls through to.
@@ -58,35 +59,31 @@ def all_devices() -> list[FoundSource]:
     ]
 
 
-def loaded_source(served: DeviceOptionsSource | None) -> DeviceOptionsSource | None:
-    """``served`` (the package's source for a device, as the run found it) with its
-    provider loaded (an entry point's module imported), or None: torch serves the device,
-    or the provider cannot be loaded (the options check reports why)."""
-    if served is None:
-        return None
+def loaded_source(found: FoundSource) -> FoundSource:
+    """``found`` (a device's source, as the run found it) with its provider loaded (an
+    entry point's module imported); as it is, without a provider, where the package does
+    not serve the device or the provider cannot be loaded (the options check reports why)."""
     try:
-        loaded: DeviceOptionsSource = resolve_module().loaded(served)
+        return resolve.loaded(found)
     except Exception:
-        return None
-    return loaded
+        return found
 
 
-def serving_object(source: DeviceOptionsSource, provider: object | None) -> object | None:
+def serving_object(found: FoundSource) -> object | None:
     """What serves the device's options, whose attributes may declare the headers Inductor
-    includes and doctor's hints: its DeviceInterface, or ``provider`` (the source's, loaded;
-    None where torch serves the device)."""
-    if source.kind == "device interface":
-        return interface_defining_cpp_options(source.device_type)
-    return provider
+    includes and doctor's hints: its DeviceInterface, or the provider of ``found`` (as
+    :func:`loaded_source` gives it; None where torch serves the device)."""
+    if found.source.kind == "device interface":
+        return interface_defining_cpp_options(found.device_type)
+    return found.provider
 
 
-def absent_device(source: DeviceOptionsSource, loaded: DeviceOptionsSource | None) -> str | None:
+def absent_device(loaded: FoundSource) -> str | None:
     """Why ``doctor --all`` leaves out a device whose provider says it cannot be present
-    on this machine (its ``doctor_hints["absent"]``), or None: it is checked. ``source``:
-    the record shown; ``loaded``: the package's, as :func:`loaded_source` gives it."""
+    on this machine (its ``doctor_hints["absent"]``), or None: it is checked. ``loaded``:
+    the device's source as :func:`loaded_source` gives it."""
     try:
-        provider = loaded.provider if loaded is not None else None
-        absent = hints_of(serving_object(source, provider)).get("absent")
+        absent = hints_of(serving_object(loaded)).get("absent")
     except Exception:  # hints that cannot be read: the checks report what fails
         return None
     if not callable(absent):
@@ -94,7 +91,7 @@ def absent_device(source: DeviceOptionsSource, loaded: DeviceOptionsSource | Non
     reason = _ask(absent)
     if not isinstance(reason, str):
         return None
-    return f"{reason}; `{PROG} doctor {source.device_type}` checks it anyway"
+    return f"{reason}; `{PROG} doctor {loaded.device_type}` checks it anyway"
 
 
 def _ask(absent: Callable[[], object]) -> object:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .._errors import ProviderLoadError
 from .._options.problems import Problem
-from ..introspection import DeviceOptionsSource
+from .._source import FoundSource
 from .aoti_weights import check_aoti_weights
 from .backend_init_run import BackendInit, run_backend_init
 from .cache_key_checks import check_cache_keys
@@ -40,22 +40,22 @@ __all__ = ["COMPILE_CHECKS", "Check", "check_names", "provider_load_failed", "ru
 
 
 def run_doctor(
-    device_type: str,
+    found: FoundSource,
     aot_mode: bool,
-    source: DeviceOptionsSource,
-    served: DeviceOptionsSource | None,
     work: Path,
+    *,
     on_check: Callable[[Check], None] = lambda check: None,
     progress: Progress | None = None,
     loader: FreshPython | None = None,
     compile: bool = False,
     backend_init: BackendInit | None = None,
 ) -> list[Check]:
-    """Run every static check in order, handing each to ``on_check`` as soon as it is done
-    (``compile``: the checks of ``--compile`` follow, run by the caller).
+    """Run every static check of ``found``'s device in order, handing each to ``on_check``
+    as soon as it is done (``compile``: the checks of ``--compile`` follow, run by the
+    caller).
 
-    ``source`` and ``served``: the device's source as the caller found it, once for the run
-    (``_hook/sources.py``: ``FoundSource``); the checks load the provider from ``served``.
+    ``found``: the device's source as the caller found it, once for the run
+    (``_hook.sources.found_source``); the checks load its provider from it.
 
     ``progress(message)`` is called before each build and returns a function that ends
     the progress display. ``loader`` is the fresh Python the probe is loaded in (started
@@ -64,7 +64,7 @@ def run_doctor(
     ``_inductor_backend_init``, when the caller ran it (``run_backend_init``) before it
     looked the device up; by default, doctor runs it first, as a compile does.
     """
-    context = Context(device_type, aot_mode, source, served, work)
+    context = Context(found, aot_mode, work)
     context.backend_init = backend_init or run_backend_init()
     write_probe_source(work)
     # A step that returns None checks nothing: it starts the probes' builds early.

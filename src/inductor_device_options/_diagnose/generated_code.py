@@ -46,6 +46,8 @@ def stand_in_wrapper(codegen: type, aot_mode: bool = False) -> Iterator[Any]:
     graph = GraphLowering(torch.fx.symbolic_trace(_identity), cpp_wrapper=True, aot_mode=aot_mode)
     with V.set_graph_handler(graph):
         create: Callable[..., Any] = codegen.create  # type: ignore[attr-defined]
+        # CppWrapperCpu.create(is_subgraph, subgraph_name, parent_wrapper[,
+        # partition_signatures]): torch 2.13 and 2.15 take the fourth, 2.6 does not.
         try:
             wrapper = create(False, None, None, None)
         except TypeError:  # torch 2.6: no partition signatures
@@ -80,6 +82,8 @@ def generated_code(
             add_device_include(device_type)
         header = wrapper.header.getvalue()
         name_of = wrapper.get_c_shim_func_name
+        # get_c_shim_func_name(kernel, device), a staticmethod on 2.13 and 2.15; 2.6's method
+        # get_c_shim_func_name(self, kernel) reads self.device.
         takes_device = len(inspect.signature(name_of).parameters) > 1
         kernels = {**EXTERN_KERNELS, **{op: _fallback_kernel_name(op) for op in sorted(shim_ops)}}
         shim_functions = {

@@ -30,6 +30,7 @@ def compile_include_dirs(context: Context) -> list[str]:
     """Every ``-I`` dir of the compile command, in order: torch's and Python's, the device's."""
     from torch._inductor.cpp_builder import CppTorchDeviceOptions
 
+    # torch's own object, as the build makes it: its -I order is the order g++ searches in.
     options = CppTorchDeviceOptions(
         device_type=context.device_type, aot_mode=context.aot_mode, compile_only=True
     )
@@ -37,6 +38,7 @@ def compile_include_dirs(context: Context) -> list[str]:
 
 
 def is_torch_dir(path: str) -> bool:
+    # Python's own include dir comes with torch's in every build: not the device's either.
     real = os.path.realpath(path)
     return inside_torch(real) or real == os.path.realpath(sysconfig.get_paths()["include"])
 
@@ -73,6 +75,8 @@ def check_headers(context: Context, progress: Progress | None) -> Check:
         "// Written by `inductor-device-options`: what Inductor's generated code includes\n"
         f"// for {context.device_type} ({headers.origin}).\n{headers.text}"
     )
+    # -M: dependencies only, into nothing: every #include and #if is evaluated, nothing is
+    # compiled (see the docstring).
     args = (context.device_type, context.aot_mode, source, ["-M", "-MF", os.devnull], progress)
     _, output = run_probe_command(*args)
     where = _where_found(found)
@@ -170,6 +174,8 @@ def _with_precompiled_header(headers: DeviceHeaders, asked: AskedDevice | None) 
     builds ask for, whatever the codegen includes."""
     if asked is None or asked.precompiled_header is None:
         return headers
+    # torch 2.13-2.15 force-include the precompiled header in the device's builds, so it
+    # must be found with the device's options too, even where the codegen includes others.
     header = asked.precompiled_header
     if header in headers.names:
         return headers
@@ -205,6 +211,8 @@ def check_shadowed_headers(context: Context) -> Check:
     if context.unusable():
         return context.skipped("shadowed_headers")
     include_dirs = compile_include_dirs(context)
+    # torch's dirs are passed as its own: a header torch and the SDK both ship is the SDK's
+    # business only where the copies differ.
     own = [directory for directory in include_dirs if is_torch_dir(directory)]
     shadowed = shadowed_headers(include_dirs, own)
     if not shadowed:

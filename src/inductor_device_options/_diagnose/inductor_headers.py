@@ -29,13 +29,16 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Collection, Sequence
-from functools import cache
 from stat import S_ISREG
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
+from .. import _state
 from .._fs import BoundedWalk
 from .._lookup.provider_attributes import HEADERS_ATTRIBUTE
 from .run import run_tool
+
+if TYPE_CHECKING:
+    from torch._inductor.graph import GraphLowering
 
 __all__ = [
     "HEADERS_ATTRIBUTE",  # re-exported: its home is _lookup/provider_attributes
@@ -131,7 +134,8 @@ def _asked(codegen: object, device_type: str, aot_mode: bool) -> DeviceHeaders |
         from torch._inductor.virtualized import V
 
         # torch 2.10-2.12 read the mode off the graph being compiled.
-        with V.set_graph_handler(_GraphMode(aot_mode)):  # type: ignore[arg-type]
+        # A stand-in, typed as the graph it stands for: the method reads its aot_mode alone.
+        with V.set_graph_handler(cast("GraphLowering", _GraphMode(aot_mode))):
             text = str(getattr(codegen, method_name)(device_type))
     else:
         return None
@@ -195,9 +199,11 @@ def locate(name: str, include_dirs: Sequence[str], compiler: str) -> str | None:
     return None
 
 
-@cache
+@_state.cached(8)
 def system_include_dirs(compiler: str) -> tuple[str, ...]:
     """The dirs ``compiler`` searches for ``#include <...>`` after the ``-I`` dirs."""
+    # GCC and clang both print, with -v, the <...> search list between these two lines
+    # on stderr; nothing else says it (it depends on the compiler's own configuration).
     ran = run_tool([compiler, "-x", "c++", "-E", "-v", os.devnull])
     _, _, listing = ran.stderr.partition("#include <...> search starts here:\n")
     listing, _, _ = listing.partition("End of search list.")

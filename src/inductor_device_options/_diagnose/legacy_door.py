@@ -1,6 +1,6 @@
 """A legacy door: Inductor's ``get_cpp_torch_device_options`` answers the device type a
 device's builds ask for ("cpu", for a wrapper codegen left at ``CppWrapperCpu``'s default)
-with the device's own options, as unmigrated openreg-derived backends make it do by
+with the device's own options. Unmigrated openreg-derived backends make it do so by
 wrapping it for "cpu" as well as for their device.
 
 Their builds get the device's options that way, and they work; so does every CPU build of
@@ -51,15 +51,15 @@ def legacy_door(device_type: str, asked: str, aot_mode: bool) -> LegacyDoor | No
 def _answering() -> str:
     """The functions around torch's own that answer: adopted by the hook, or below it
     (assigned before the hook was installed)."""
-    from .._hook.serve import installed
+    from .._hook.installation import installed
     from .._lookup.registry import describe_callable
     from .._torch_names import CPP_BUILDER
     from ..introspection import hook_state
 
     functions = [f.description for f in hook_state().adopted if f.behaviour != "replacement"]
-    below = installed().function_below
-    if getattr(below, "__module__", CPP_BUILDER) != CPP_BUILDER:
-        functions.append(describe_callable(below))
+    function_below = installed().function_below
+    if getattr(function_below, "__module__", CPP_BUILDER) != CPP_BUILDER:
+        functions.append(describe_callable(function_below))
     return ", ".join(functions) or "Inductor's get_cpp_torch_device_options"
 
 

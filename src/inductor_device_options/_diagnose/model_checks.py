@@ -1,7 +1,8 @@
 """The checks of ``doctor --compile`` on what its fresh Python compiled after ``x * 2 + 1``
-(``compile_models``): ``linear_model`` (weights and extern kernels; with ``--aot``
-packaged, loaded and run) and, with ``--model``, ``user_model``; and ``builds_asked`` for
-a legacy door (the builds asked for another type, answered with the device's options).
+(``compile_models``): ``linear_model``, ``user_model`` and ``builds_asked``.
+``linear_model``: weights and extern kernels (with ``--aot`` packaged, loaded and run);
+with ``--model``, ``user_model``; ``builds_asked``, for a legacy door (the builds asked for
+another type, answered with the device's options).
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ def _linear_model(judge: Judge, fix: str) -> Check:
         return compile_check(name, "pass", _ran(judge, LINEAR_MODEL, step, model, "the CPU's"))
     error = step["error"]
     cause, fix = error_cause(error, fix, judge.device)
+    # The child retries with the weights out of the .so where the packaged ones failed
+    # (torch 2.13-2.15's runtime refuses constants of a device other than the container's
+    # and the CPU: aoti_weights): its outcome decides the fix.
     retry = judge.steps.get("linear_model_unpackaged")
     if retry is not None and retry["ok"]:
         cause += "; with its weights out of the .so, given with load_constants, it loads and runs"

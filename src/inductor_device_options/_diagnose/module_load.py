@@ -1,7 +1,7 @@
-"""Loading a built module as Inductor does, for ``doctor``: in a fresh Python process
-with the user's environment that has imported torch, with ``dlopen`` (``RTLD_NOW``, as
-Python's extension loader and AOTInductor's model runner open a module), and what the
-loader made of each library (as ``ldd`` shows it).
+"""Loading a built module as Inductor does, for ``doctor``, and what the loader made of each
+library (as ``ldd`` shows it). The module is loaded in a fresh Python process with the
+user's environment that has imported torch, with ``dlopen`` (``RTLD_NOW``, as Python's
+extension loader and AOTInductor's model runner open a module).
 
 The process is started as ``doctor`` starts, so that its ``import torch`` runs while
 ``doctor`` works (and with the environment exactly as the user set it); it loads one

@@ -7,9 +7,8 @@ import os
 import re
 import shlex
 from collections.abc import Sequence
-from functools import cache
 
-from .. import _fs
+from .. import _fs, _state
 from .._fs import library_file_names
 from .._options.model import CppDeviceOptions
 from .._options.problems import Problem
@@ -23,7 +22,8 @@ def check_include_dirs(context: Context) -> Check:
         return context.skipped("include_dirs")
     dirs = context.options.include_dirs
     # torch's own defaults may name dirs its wheel lacks (seen with 2.6):
-    # reported, but not the device's problem.
+    # reported, but not the device's problem. torch.utils.cpp_extension.include_paths() is
+    # where cpp_builder takes torch's own include dirs from (2.6-2.15).
     from torch.utils.cpp_extension import include_paths
 
     torch_missing = [d for d in dirs if d in include_paths() and not os.path.isdir(d)]
@@ -99,7 +99,7 @@ def find_library(library: str, dirs: Sequence[str]) -> str | None:
     return _fs.find_library(library, [*dirs, *system_library_dirs()])
 
 
-@cache
+@_state.cached(1)
 def system_library_dirs() -> tuple[str, ...]:
     """Where the linker looks after the -L dirs: the compiler driver's library dirs
     (which include ``$LIBRARY_PATH``) and the linker's own SEARCH_DIRs."""

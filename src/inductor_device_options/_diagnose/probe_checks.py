@@ -69,7 +69,8 @@ def check_probe_build(context: Context, progress: Progress | None) -> Check:
         message = f"building a probe with {compiler} ..."
         with_progress(progress, message, lambda: seconds.append(builds.built.result()))
     except CppCompileError as error:
-        # torch 2.6's CppCompileError keeps the compiler's output only in its message.
+        # torch 2.6's CppCompileError keeps the compiler's output only in its message;
+        # torch._inductor.exc.CppCompileError has an .output attribute on 2.13 and 2.15.
         output = getattr(error, "output", None) or str(error).partition("Output:")[2]
         return _probe_failed(context, compiler, output)
     except KeyboardInterrupt:

@@ -7,29 +7,19 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import NamedTuple
 
 from .._errors import ProviderLoadError
-from .._lookup import registry as _registry
 from .._lookup.device_types import normalize_device_type
+from .._source import CppDeviceOptionsCallback
 from .text import error_line, located
 
 PROG = "inductor-device-options"
 
 
-class ProviderSpec(NamedTuple):
-    """``--provider``: ``[DEVICE=]MODULE:CALLABLE`` (the attribute path may be dotted)."""
-
-    device_type: str | None
-    module: str
-    attribute: str
-
-    def __str__(self) -> str:
-        return f"{self.module}:{self.attribute}"
-
-
-def parse_provider_spec(text: str) -> ProviderSpec:
-    """Parse ``[DEVICE=]MODULE:CALLABLE``; ValueError when it is not of that form."""
+def parse_provider_spec(text: str) -> tuple[str | None, str]:
+    """``[DEVICE=]MODULE:CALLABLE`` as the device it names (normalized; None: no ``DEVICE=``)
+    and ``MODULE:CALLABLE`` (the attribute path may be dotted); ValueError when it is not of
+    that form."""
     # No module or attribute name holds "=": one is a DEVICE= prefix.
     device, equals, spec = text.rpartition("=")
     module_name, colon, attribute = spec.partition(":")
@@ -37,12 +27,13 @@ def parse_provider_spec(text: str) -> ProviderSpec:
         raise ValueError(f"{text!r} is not of the form [DEVICE=]MODULE:CALLABLE")
     if equals and not device:
         raise ValueError(f"{text!r} names no device before '='")
-    return ProviderSpec(normalize_device_type(device) if device else None, module_name, attribute)
+    return (normalize_device_type(device) if device else None), spec
 
 
-def load_provider(spec: ProviderSpec, device_type: str) -> _registry.CppDeviceOptionsCallback:
-    """Import ``spec``'s module and get its callable, the current directory importable
-    (as ``python -m`` has it, for the console script too).
+def load_provider(spec: str, device_type: str) -> CppDeviceOptionsCallback:
+    """Import the module of ``spec`` (``MODULE:CALLABLE``, as :func:`parse_provider_spec`
+    gives it) and get its callable, the current directory importable (as ``python -m`` has
+    it, for the console script too).
 
     Raises ``ProviderLoadError`` naming the module, the exception and where it was raised
     (SystemExit at import included), with its ``fix``.
@@ -50,53 +41,54 @@ def load_provider(spec: ProviderSpec, device_type: str) -> _registry.CppDeviceOp
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     what = f"the C++ options provider {spec} for device {device_type!r} (--provider)"
+    module, _, attribute = spec.partition(":")
     try:
-        target: object = importlib.import_module(spec.module)
+        target: object = importlib.import_module(module)
     except KeyboardInterrupt:
         raise
     except BaseException as error:  # SystemExit too: a failed load, never a silent exit
-        raise _import_failed(what, spec, device_type, error) from error
-    for part in spec.attribute.split("."):
+        raise _import_failed(what, spec, module, device_type, error) from error
+    for part in attribute.split("."):
         try:
             target = getattr(target, part)
         except KeyboardInterrupt:
             raise
         except BaseException as error:
-            where = getattr(sys.modules.get(spec.module), "__file__", None) or spec.module
+            where = getattr(sys.modules.get(module), "__file__", None) or module
             raise ProviderLoadError(
-                f"cannot load {what}: getting {spec.attribute!r} of module {spec.module!r} "
+                f"cannot load {what}: getting {attribute!r} of module {module!r} "
                 f"({where}) raised {error_line(error)}{_located(error)}",
                 device_type=device_type,
-                description=str(spec),
+                description=spec,
                 fix="name a callable that module defines",
             ) from error
     if not callable(target):
         raise ProviderLoadError(
             f"cannot load {what}: {spec} is a {type(target).__name__}, not a callable",
             device_type=device_type,
-            description=str(spec),
+            description=spec,
             fix="name the provider function, (device_type, aot_mode, compile_only) -> options",
         )
     return target
 
 
 def _import_failed(
-    what: str, spec: ProviderSpec, device_type: str, error: BaseException
+    what: str, spec: str, module: str, device_type: str, error: BaseException
 ) -> ProviderLoadError:
     missing = getattr(error, "name", None) if isinstance(error, ModuleNotFoundError) else None
-    if missing is not None and (spec.module == missing or spec.module.startswith(missing + ".")):
+    if missing is not None and (module == missing or module.startswith(missing + ".")):
         fix = (
             f"Python finds no module {missing!r} on its path (the current directory, "
             "PYTHONPATH, site-packages): run from the directory that holds it, or add that "
             f"directory to PYTHONPATH (PYTHONPATH=/path/to/dir {PROG} ...)"
         )
     else:
-        fix = f"fix module {spec.module!r} (or what it imports) so that it imports"
+        fix = f"fix module {module!r} (or what it imports) so that it imports"
     return ProviderLoadError(
-        f"cannot load {what}: importing module {spec.module!r} raised "
+        f"cannot load {what}: importing module {module!r} raised "
         f"{error_line(error)}{_located(error)}",
         device_type=device_type,
-        description=str(spec),
+        description=spec,
         fix=fix,
     )
 

@@ -1,7 +1,7 @@
-"""Where an exception was raised, read off its traceback: for a failure whose message says
-nothing (``NotImplementedError`` with no message, wrapped by Inductor as
-``InductorError: NotImplementedError:``), the function that raised it, the object it was
-a method of, and its caller, so that doctor names the cause and a fix for that function.
+"""Where an exception was raised, read off its traceback: the function that raised it, the
+object it was a method of, and its caller, so that doctor names the cause and a fix for that
+function. For a failure whose message says nothing: a ``NotImplementedError`` with no
+message, wrapped by Inductor as ``InductorError: NotImplementedError:``.
 
 Recorded in the fresh Python of ``doctor --compile`` (:func:`raised_in`, as JSON) and
 worded where it is judged (:func:`bare_cause`, :func:`bare_fix`).
@@ -18,6 +18,8 @@ Json = dict[str, Any]
 
 def root_error(error: BaseException) -> BaseException:
     """The exception Inductor wrapped (``InductorError.inner_exception``, or the cause)."""
+    # torch._inductor.exc.InductorError (2.13, 2.15) and torch._dynamo.exc.BackendCompilerFailed
+    # (2.6 on) keep the wrapped exception in .inner_exception. ``seen``: a cycle of causes.
     seen = {id(error)}
     while True:
         inner = getattr(error, "inner_exception", None) or error.__cause__

@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..introspection import DeviceOptionsSource
 from .checks import Check
 from .compile_words import NOT_RUN as _NOT_RUN
 from .compile_words import compile_check as _check
@@ -50,7 +49,6 @@ _BOOT = (
 def compile_checks(
     device: str,
     aot_mode: bool,
-    source: DeviceOptionsSource,
     provider_spec: str | None,
     work: Path,
     static: Sequence[Check],
@@ -69,7 +67,7 @@ def compile_checks(
     finally:
         if done is not None:
             done()
-    return _Judge(device, aot_mode, source, static, result, failure, model).checks()
+    return _Judge(device, aot_mode, static, result, failure, model).checks()
 
 
 def _run_child(
@@ -94,6 +92,8 @@ def _run_child(
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,
+            # A process group of its own: _kill_group also ends the compile workers and
+            # compilers it started, which a kill of the child alone would leave running.
             start_new_session=True,
         )
         try:
@@ -126,13 +126,12 @@ class _Judge:
         self,
         device: str,
         aot_mode: bool,
-        source: DeviceOptionsSource,
         static: Sequence[Check],
         result: Json | None,
         failure: tuple[str, list[str]] | None,
         model: str | None = None,
     ):
-        self.device, self.aot_mode, self.source, self.model = device, aot_mode, source, model
+        self.device, self.aot_mode, self.model = device, aot_mode, model
         self.static, self.result, self.failure = static, result, failure
         self.steps: dict[str, Json] = {s["name"]: s for s in (result or {}).get("steps", [])}
         self.show = f"`inductor-device-options show {device}{' --aot' if aot_mode else ''}`"
@@ -163,6 +162,7 @@ class _Judge:
                 error = self.steps.get(name, {}).get("error") or _NOT_RUN
                 what = "setting up" if name == "setup" else f"compiling {GRAPH}"
                 summary = f"{what} raised {error['type']}"
+                # The child compares the device's result with the CPU's by an assert.
                 if error["type"] == "AssertionError" and name == "compile":
                     summary = "the result differs from the CPU's"
                 cause, fix = error_cause(error, self._fix(asked, reached), self.device)
@@ -258,6 +258,7 @@ class _Judge:
                 else "the compile failed before"
             )
             return _check("options_reached", "skip", f"skipped: no compiler ran ({why})")
+        # -l reaches only a linking command (g++ -c ignores it), -I and -D any of them.
         links = [argv for argv in commands if _links(argv)]
         seen, linked = _Seen(commands), _Seen(links)
         expected = _expected(self.result["options"], {q["compile_only"] for q in self.mine()})
@@ -304,6 +305,8 @@ class _Judge:
             )
         error = step["error"]
         fix = f"{self.show} prints the options"
+        # What torch 2.13-2.15's C++ package loader (libtorch_cpu) says where no AOTI model
+        # runner is registered for the device (torch 2.6's words differ).
         if "Unsupported device key found" in str(error["message"]):
             fix = (
                 f"register an AOTI model runner for {self.device!r} in the backend's C++: a "
@@ -354,6 +357,7 @@ class _Seen:
     def has(self, flag: str) -> bool:
         if flag in self.flags:
             return True
+        # An include dir may reach g++ by its real path (the package resolves symlinks).
         real = os.path.realpath(flag[2:]) if flag.startswith("-I") else None
         return real is not None and any(
             seen.startswith("-I") and os.path.realpath(seen[2:]) == real for seen in self.flags
@@ -361,6 +365,8 @@ class _Seen:
 
 
 def _links(argv: Sequence[str]) -> bool:
+    # A command that writes an output and neither stops before linking (-c, -E, -S) nor
+    # precompiles a header (torch 2.13+'s ``-x c++-header``).
     return "-o" in argv and not {"-c", "-E", "-S", "c++-header"} & set(argv)
 
 

@@ -1,7 +1,7 @@
-"""The check ``c_shim``: the C shim functions Inductor's generated code calls for common
-extern kernels (``mm``, ``addmm``, ``bmm``: what a ``Linear`` and a batched matrix product
-become), and for the ops the provider's ``aoti_shim_ops`` declares, are declared in what
-that code includes, preprocessed with the device's options.
+"""The check ``c_shim``: the C shim functions Inductor's generated code calls are declared
+in what that code includes, preprocessed with the device's options. Those are the functions
+for common extern kernels (``mm``, ``addmm``, ``bmm``: what a ``Linear`` and a batched
+matrix product become), and for the ops the provider's ``aoti_shim_ops`` declares.
 
 Preprocessed (``-E``), not compiled: a declaration is in the preprocessed text or it is not,
 in a fraction of a second; compiling would take seconds and tell nothing more of the names.

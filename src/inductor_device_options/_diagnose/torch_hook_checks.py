@@ -15,7 +15,7 @@ from .._hook.torch_hooks import (
     device_include_path_names,
     torch_hooks,
 )
-from .._lookup.interfaces import out_of_tree_interface
+from .._lookup.interfaces import as_torch_2_15, out_of_tree_interface
 from .._lookup.registry import describe_callable
 from .._options.problems import Problem
 from .backend_init_run import BackendInit
@@ -115,7 +115,7 @@ def _gpu_cpp_wrapper(device: str) -> Finding | None:
         return None  # torch 2.15 or the package asks it
     try:
         overrides = common.get_device_op_overrides(device)
-    except KeyError:  # none registered
+    except KeyError:  # none registered: torch 2.13 and 2.15 raise (2.6 returns None)
         return None
     method = getattr(overrides, "uses_gpu_cpp_wrapper", None)
     try:
@@ -145,7 +145,7 @@ def _late_gpu(device: str) -> Finding | None:
     if interface is None or device in utils.GPU_TYPES:
         return None
     try:
-        gpu = interface.is_gpu()  # type: ignore[attr-defined]
+        gpu = as_torch_2_15(interface).is_gpu()
     except Exception:  # torch never asked it either
         return None
     if not gpu:

@@ -39,7 +39,8 @@ def install(export: ModuleType) -> None:
     """Wrap ``export.aot_load`` (``torch._export``) once; idempotent. Where torch's function
     has no ``optimized`` closure over a ``runner`` to bind, nothing is wrapped
     (``release_gap`` says so)."""
-    torch_aot_load = export.__dict__.get(AOT_LOAD)
+    # torch 2.6-2.15's ``aot_load(so_path: str, device: str) -> Callable``.
+    torch_aot_load: Callable[[str, str], Callable[..., Any]] | None = export.__dict__.get(AOT_LOAD)
     if torch_aot_load is None or getattr(torch_aot_load, _MARK, False):
         return
     torch_code = _torch_optimized(torch_aot_load)
@@ -51,7 +52,9 @@ def install(export: ModuleType) -> None:
     def aot_load(so_path: str, device: str) -> Callable[..., Any]:
         runner = _declared_runner(so_path, device)
         if runner is None:
-            return torch_aot_load(so_path, device)  # type: ignore[no-any-return]
+            return torch_aot_load(so_path, device)
+        # As torch 2.6-2.15's aot_load: aot_compile_warning(), then its ``optimized`` made
+        # anew, the device's runner in the one cell where torch stores the runner it built.
         warning = torch_globals.get(_WARNING)
         if warning is not None:
             warning()
@@ -105,6 +108,7 @@ def _torch_optimized(function: object) -> tuple[CodeType, dict[str, Any]] | None
     while function is not None and id(function) not in seen:
         seen.add(id(function))
         code = getattr(function, "__code__", None)
+        # ``runner`` is a cell of aot_load (2.6-2.15): ``optimized``, a constant, closes over it.
         if isinstance(code, CodeType) and _RUNNER in code.co_cellvars:
             for constant in code.co_consts:
                 if (

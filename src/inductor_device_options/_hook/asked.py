@@ -18,7 +18,6 @@ once per (device, device type asked), when a served device is not asked for
 
 from __future__ import annotations
 
-import functools
 import sys
 import warnings
 from collections.abc import Callable
@@ -111,10 +110,11 @@ def not_asked_fix(device_type: str, codegen: str) -> str:
     )
 
 
-@functools.lru_cache(maxsize=1)
+@_state.cached(1)
 def _graph_slot(virtualized: ModuleType) -> tuple[Any, str | None, type]:
-    """Where ``V.graph`` lives in this torch (``key`` None: not where torch 2.6 to 2.15 keep
-    it, so ``V.graph`` is asked)."""
+    """Where ``V.graph`` lives: ``threadlocal`` under ``_graph._key``, as torch 2.6-2.15's
+    ``virtualized.Virtualized._get_handler`` reads it (``key`` None: elsewhere, so the
+    public ``V.graph`` is asked)."""
     key = getattr(getattr(virtualized, "_graph", None), "_key", None)
     local = getattr(virtualized, "threadlocal", None)
     found = key if isinstance(key, str) and hasattr(local, "__dict__") else None

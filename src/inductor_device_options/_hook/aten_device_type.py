@@ -15,11 +15,19 @@ its 2.15 name.
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol, cast
 
 from .._torch_names import ATEN_DEVICE_TYPE, DEVICE_TO_ATEN, DEVICE_TO_ATEN_FUNCTION
 from .backports import BACKPORT_MARK
 from .install import rebind
+
+
+class _Torch215Overrides(Protocol):
+    """A device's ``DeviceOpOverrides`` as torch 2.15 declares it: torch 2.6 to 2.14's class
+    (and the stubs of the running torch) lacks ``aten_device_type``, so it is asked only of
+    overrides that define it; what it answers is validated."""
+
+    def aten_device_type(self) -> object: ...
 
 
 class NoAtenDeviceType(RuntimeError):
@@ -28,8 +36,8 @@ class NoAtenDeviceType(RuntimeError):
 
 
 def aten_device_type_of(device_type: str) -> str:
-    """What the device's registered overrides answer, validated as torch 2.15 does.
-
+    """What the device's registered overrides answer, validated as torch 2.15 does
+    (``codegen.cpp_utils.device_to_aten``, whose messages these are).
     Raises:
         NoAtenDeviceType: no overrides are registered, or they do not define it.
         RuntimeError: the answer is not an ``at::k<identifier>`` expression.
@@ -46,13 +54,15 @@ def aten_device_type_of(device_type: str) -> str:
             f"is registered; call register_device_op_overrides({device_type!r}, ...)."
         )
     name = type(overrides).__name__
+    # 2.15 compares the class attribute with DeviceOpOverrides'; before 2.15 the base class
+    # has no aten_device_type at all (getattr's None).
     method = getattr(type(overrides), ATEN_DEVICE_TYPE, None)
     if method is None or method is getattr(DeviceOpOverrides, ATEN_DEVICE_TYPE, None):
         raise NoAtenDeviceType(
             f"No ATen device type mapping for {device_type}: "
             f"{name} does not implement aten_device_type()."
         )
-    aten_device_type = overrides.aten_device_type()  # type: ignore[attr-defined]
+    aten_device_type = cast(_Torch215Overrides, overrides).aten_device_type()
     if not isinstance(aten_device_type, str) or not aten_device_type.startswith("at::k"):
         raise RuntimeError(
             f"{name}.aten_device_type() must return an ATen device type expression "
@@ -75,6 +85,9 @@ class AtenDeviceTypes(dict[str, str]):
         super().__init__(replaced)
         self.replaced = replaced
 
+    # torch 2.6-2.14's CppWrapperCpu.codegen_device asserts ``device.type in DEVICE_TO_ATEN``
+    # and then indexes it, so both ``in`` and ``[]`` must know a device only its overrides
+    # name; dict's own methods read the stored entries without coming back here.
     def _asked(self, device_type: object) -> str | None:
         if not isinstance(device_type, str):
             return None
@@ -107,6 +120,7 @@ def install(cpp_utils: ModuleType) -> None:
     table = cpp_utils.__dict__.get(DEVICE_TO_ATEN)
     if not isinstance(table, dict) or isinstance(table, AtenDeviceTypes):
         return
+    # Rebound in every torch module: cpp_wrapper_cpu (2.6-2.14) imports the dict by name.
     rebind(DEVICE_TO_ATEN, table, AtenDeviceTypes(table))
     module_dict = cpp_utils.__dict__
 

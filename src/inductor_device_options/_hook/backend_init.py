@@ -36,7 +36,9 @@ from .._torch_names import (
 from .backports import BACKPORT_MARK
 from .install import DEVICE_HOOK_MODULES, install_imported, rebind
 
-# Imported with Inductor's codegen, so torch is imported already.
+# Imported with Inductor's codegen, so torch is imported already. A private binding of torch's
+# C module, on every torch 2.6-2.15: what torch.utils.rename_privateuse1_backend set
+# ("privateuseone" until a backend renames it).
 _privateuse1_backend_name = torch._C._get_privateuse1_backend_name
 
 
@@ -46,13 +48,15 @@ def pending_backend_init() -> Callable[[], Any] | None:
     device_type = _privateuse1_backend_name()
     if device_type == "privateuseone":
         return None
-    hook = getattr(getattr(torch, device_type, None), BACKEND_INIT, None)
+    # torch 2.15's contract: the device module's hook takes no argument.
+    hook: Callable[[], Any] | None = getattr(getattr(torch, device_type, None), BACKEND_INIT, None)
     if hook is None or _is_registered(device_type):
         return None
-    return hook  # type: ignore[no-any-return]
+    return hook
 
 
 def _is_registered(device_type: str) -> bool:
+    # torch 2.15's own test in codegen.common.init_backend_registration.
     common = sys.modules[CODEGEN_COMMON]
     return common.get_scheduling_for_device(device_type) is not None
 
@@ -61,6 +65,8 @@ def run_backend_init() -> None:
     """Call the pending hook, if any, as torch 2.15 does."""
     if pending_backend_init() is None:
         return
+    # torch 2.15 runs the hook under torch._dynamo.convert_frame.compile_lock, an RLock on
+    # 2.6-2.15: a hook that compiles re-enters it on its own thread.
     from torch._dynamo.convert_frame import compile_lock
 
     with compile_lock:
@@ -104,7 +110,9 @@ def install_into_common(common: ModuleType) -> None:
         registration()
         run_backend_init()
 
-    for name in ("cache_clear", "cache_info"):  # torch before 2.15 caches it
+    # torch 2.6-2.14 cache init_backend_registration with functools (2.15 does not): code
+    # that clears it keeps working through the wrapper.
+    for name in ("cache_clear", "cache_info"):
         if hasattr(registration, name):
             setattr(init_backend_registration, name, getattr(registration, name))
     setattr(init_backend_registration, BACKPORT_MARK, True)
@@ -126,6 +134,9 @@ def install_into_compile_fx(compile_fx: ModuleType) -> None:
 
     @functools.wraps(compile_main)
     def with_backend_init(*args: Any, **kwargs: Any) -> Any:
+        # torch 2.6's compile_fx(model_, example_inputs_, inner_compile, config_patches, ...)
+        # calls itself again with config_patches applied, and again for cpp_wrapper: only
+        # the call that goes on to take the decomposition table runs the hook.
         takes_table = name == COMPILE_FX_MAIN or not (
             kwargs.get("config_patches") or (len(args) > 3 and args[3]) or config.cpp_wrapper
         )

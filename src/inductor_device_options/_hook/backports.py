@@ -1,6 +1,6 @@
 """torch's doors, backported: the design's registry API in ``cpp_builder`` where torch lacks
 it, and torch 2.15's ``DeviceInterface.get_cpp_device_options`` lookup (with its
-``cpp_stdlib=`` validation) around stock torch's function before 2.15.
+``cpp_stdlib=`` validation) around torch's own function before 2.15.
 
 Each behaves exactly as torch defines it (the upstream patch in ``upstream/pytorch``, torch
 2.15's ``cpp_builder``): a backend written for those doors works the same on every torch.
@@ -8,15 +8,16 @@ Each behaves exactly as torch defines it (the upstream patch in ``upstream/pytor
 
 from __future__ import annotations
 
+import functools
 import warnings
 from types import ModuleType
 from typing import Any
 
 from .._lookup.device_types import RESERVED_DEVICE_TYPES
-from .._lookup.interfaces import interface_defining_cpp_options
-from .._lookup.registry import CppDeviceOptionsCallback
+from .._lookup.interfaces import as_torch_2_15, interface_defining_cpp_options
+from .._source import CppDeviceOptionsCallback
 from .._torch_names import CPP_BUILDER, FUNCTION, REGISTER, REGISTRY
-from .chain import DeviceOptionsFunction, device_type_of, flags
+from .serve import DeviceOptionsFunction, device_type_of, flags
 
 # Marks the registry API this package gives a torch that lacks it.
 BACKPORT_MARK = "_inductor_device_options_backport"
@@ -61,7 +62,7 @@ def backport_registry_api(module: ModuleType) -> None:
 
 
 def is_torch_function(function: object) -> bool:
-    """Whether ``function`` is stock torch's ``get_cpp_torch_device_options``."""
+    """Whether ``function`` is torch's own ``get_cpp_torch_device_options``."""
     return (
         getattr(function, "__module__", None) == CPP_BUILDER
         and getattr(function, "__qualname__", None) == FUNCTION
@@ -69,9 +70,9 @@ def is_torch_function(function: object) -> bool:
 
 
 def with_interface_lookup(function_below: DeviceOptionsFunction) -> DeviceOptionsFunction:
-    """``function_below`` (stock torch before 2.15) asking DeviceInterface first, as torch
+    """``function_below`` (torch's own, before 2.15) asking DeviceInterface first, as torch
     2.15 does: the interface's own lists as it returns them; ``None`` or
-    ``NotImplementedError``: the defaults."""
+    ``NotImplementedError``: the defaults (2.15's ``cpp_builder.get_cpp_torch_device_options``)."""
 
     def get_cpp_torch_device_options(*args: Any, **kwargs: Any) -> Any:
         device_type = device_type_of(args, kwargs)
@@ -79,23 +80,27 @@ def with_interface_lookup(function_below: DeviceOptionsFunction) -> DeviceOption
             interface = interface_defining_cpp_options(_as_torch_2_15_names(device_type))
             if interface is not None:
                 aot_mode, compile_only = flags(args, kwargs)
+                # 2.15's fourth parameter; a caller written for 2.6-2.14 never passes it.
                 cpp_stdlib = args[3] if len(args) > 3 else kwargs.get("cpp_stdlib")
                 _validate_cpp_stdlib_as_torch_2_15(cpp_stdlib, device_type, aot_mode)
                 try:
-                    options = interface.get_cpp_device_options(aot_mode, compile_only)  # type: ignore[attr-defined]
+                    options = as_torch_2_15(interface).get_cpp_device_options(
+                        aot_mode, compile_only
+                    )
                 except NotImplementedError:
                     options = None
                 if options is not None:
                     return options
         return function_below(*args, **kwargs)
 
-    get_cpp_torch_device_options.__wrapped__ = function_below  # type: ignore[attr-defined]
+    # Sets __wrapped__ alone: the name and the doc stay the wrapper's.
+    functools.update_wrapper(get_cpp_torch_device_options, function_below, assigned=(), updated=())
     return get_cpp_torch_device_options
 
 
 def _as_torch_2_15_names(device_type: str) -> str:
-    """torch 2.15's ``_normalize_device_type``: what ``torch.device`` parses, its type;
-    any other name unchanged."""
+    """torch 2.15's ``cpp_builder._normalize_device_type``: what ``torch.device`` parses,
+    its type; any other name (torch.device raises RuntimeError for it) unchanged."""
     import torch
 
     try:
@@ -108,12 +113,14 @@ def _validate_cpp_stdlib_as_torch_2_15(
     cpp_stdlib: object, device_type: str, aot_mode: bool
 ) -> None:
     """torch 2.15's ``_validate_cpp_stdlib`` for a device other than cpu: ``libc++`` is
-    refused (torch before 2.15 has no ``cpp_stdlib=`` of its own)."""
+    refused (torch before 2.15 has no ``cpp_stdlib=`` of its own; 2.15's aot_mode check
+    comes after one that always raises here)."""
     if cpp_stdlib is None or cpp_stdlib != "libc++":
         return
-    from torch._inductor import config
+    # torch 2.15 asks config.is_fbcode(): the function config imports from here.
+    from torch._environment import is_fbcode
 
-    if not config.is_fbcode():  # type: ignore[attr-defined]
+    if not is_fbcode():
         raise RuntimeError("cpp_stdlib='libc++' is only supported in fbcode.")
     raise RuntimeError(
         "cpp_stdlib='libc++' is only supported with device_type='cpu', "

@@ -24,6 +24,7 @@ Where nothing is added, torch's own answer is returned unchanged.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import json
@@ -55,10 +56,14 @@ def install(codecache: ModuleType) -> None:
     from torch._dynamo.device_interface import DeviceInterface
 
     cache_base = codecache.CacheBase
+    # torch 2.6-2.15 define get_system as a staticmethod over a functools cache; a backend's
+    # replacement may be a plain function (getattr_static sees which).
     current = inspect.getattr_static(cache_base, GET_SYSTEM)
     function = current.__func__ if isinstance(current, staticmethod) else current
     if getattr(function, _MARK, False):
         return
+    # torch 2.15 added DeviceInterface.get_cache_system_info and asks it in its own
+    # CacheBase.get_system; 2.6-2.14 have neither, and get the backport.
     backport = not hasattr(DeviceInterface, "get_cache_system_info")
     wrapper = with_sdk_identities(function, backport, _rehash_function(codecache))
     setattr(cache_base, GET_SYSTEM, staticmethod(wrapper))
@@ -88,11 +93,14 @@ def with_sdk_identities(
             added[CACHE_KEY_FIELD] = identities
         if not added:
             return system
+        # The hash is over every other field (torch's own scheme): recomputed with the added
+        # fields, so the key changes with them whichever field a cache reads.
         keyed = {key: value for key, value in system.items() if key != "hash"}
         keyed.update(added)
         return {**keyed, "hash": rehash(keyed)}
 
-    get_system_with_sdk_identities.__wrapped__ = get_system  # type: ignore[attr-defined]
+    # Sets __wrapped__ alone: the name and the doc stay the wrapper's.
+    functools.update_wrapper(get_system_with_sdk_identities, get_system, assigned=(), updated=())
     # torch's tests and tools clear the cached answer: clear torch's, and the interfaces'.
     get_system_with_sdk_identities.cache_clear = _cache_clear(get_system)  # type: ignore[attr-defined]
     setattr(get_system_with_sdk_identities, _MARK, True)
@@ -129,6 +137,7 @@ def interface_cache_infos() -> dict[str, object]:
 
 
 def _sample_interfaces() -> dict[str, object]:
+    """torch 2.15's loop in ``codecache.CacheBase.get_system``, its log message included."""
     from torch._dynamo.device_interface import get_registered_device_interfaces
 
     infos: dict[str, object] = {}
@@ -170,9 +179,12 @@ def _cache_clear(get_system: Callable[[], SystemInfo]) -> Callable[[], None]:
 
 def _rehash_function(codecache: ModuleType) -> Callable[[SystemInfo], str]:
     """How the running torch hashes the system info (2.6: sha256 of its sorted JSON)."""
+    # torch 2.13-2.15's CacheBase.get_system hashes with cache_key.SYSTEM_CACHE_KEY_STRATEGY
+    # (imported into codecache); 2.6's inlines hashlib.sha256(json.dumps(..., sort_keys)).
     strategy = getattr(codecache, "SYSTEM_CACHE_KEY_STRATEGY", None)
     if strategy is not None:
-        return strategy.key_from_json  # type: ignore[no-any-return]
+        key_from_json: Callable[[SystemInfo], str] = strategy.key_from_json
+        return key_from_json
 
     def sha256_of_json(info: SystemInfo) -> str:
         return hashlib.sha256(json.dumps(info, sort_keys=True).encode("utf-8")).hexdigest()

@@ -34,23 +34,17 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from .. import _state
 from .._lookup.device_types import RESERVED_DEVICE_TYPES, normalize_device_type
 from .._lookup.registry import describe_callable
-from .._state import this_thread
+from .._state import Frame, this_thread
 from .._torch_names import FUNCTION, REGISTRY
-from .in_progress import Frame
+from .serve import Args, DeviceOptionsFunction, Kwargs, serve_device
 
 _CHAIN_ATTRIBUTE = "_inductor_device_options_chain"
 # A dunder name: unittest.mock objects raise AttributeError for those instead of inventing one.
 _LINK_MARK = "__inductor_device_options_link__"
 
-Args = tuple[Any, ...]
-Kwargs = dict[str, Any]
-DeviceOptionsFunction = Callable[..., Any]
 
 if TYPE_CHECKING:
-    from .._lookup.resolve import Thunk
-
-    #: serve(device_type, args, kwargs, answer_below) -> the options, or None: no source.
-    Serve = Callable[[str, Args, Kwargs, Thunk], Any]
+    from .._lookup.resolve import AnswerBelow
 
 Behaviour = Literal["not called yet", "replacement", "wraps the hook", "wraps for some devices"]
 
@@ -113,11 +107,6 @@ class AdoptedFunction(NamedTuple):
     behaviour: Behaviour
 
 
-def device_type_of(args: Args, kwargs: Kwargs) -> Any:
-    """The ``device_type`` of a call of torch's function, however it was passed."""
-    return args[0] if args else kwargs.get("device_type")
-
-
 _normalized_names: _state.BoundedCache[str, str | None] = _state.cache(1024)
 
 
@@ -131,21 +120,14 @@ def _normalized_or_none(device_type: str) -> str | None:
     return _normalized_names[device_type]
 
 
-def flags(args: Args, kwargs: Kwargs) -> tuple[bool, bool]:
-    """``aot_mode`` and ``compile_only`` of a call, however they were passed."""
-    aot_mode = args[1] if len(args) > 1 else kwargs.get("aot_mode", False)
-    compile_only = args[2] if len(args) > 2 else kwargs.get("compile_only", False)
-    return bool(aot_mode), bool(compile_only)
-
-
 class Link:
     """A state of the chain: the function adopted last (None at the lowest link, where the
     function below answers), the link below, and ``entry``: what the module holds then."""
 
-    def __init__(self, chain: Chain, adopted: Adopted | None, below: Link | None):
+    def __init__(self, chain: Chain, adopted: Adopted | None, lower: Link | None):
         self.chain = chain
         self.adopted = adopted
-        self.below = below
+        self.lower = lower
         self.entry = _entry_of(self)
 
     def answer(self, device_type: object, args: Args, kwargs: Kwargs) -> Any:
@@ -168,9 +150,14 @@ class Link:
         if device is not None:
             # A replacement for this device: the package's sources come first, and what the
             # replacement gave (or the function below, where it raised) is its answer below.
-            answer_below: Thunk = functools.partial(chain.answer_below_for, *args, **kwargs)
-            served = chain.serve(
-                device, args, kwargs, (lambda: result) if error is None else answer_below
+            answer_below: AnswerBelow = functools.partial(chain.answering, *args, **kwargs)
+            served = serve_device(
+                chain.module,
+                device,
+                args,
+                kwargs,
+                (lambda: result) if error is None else answer_below,
+                chain.own_dispatcher,
             )
             if served is not None:
                 return served
@@ -185,7 +172,7 @@ def _entry_of(link: Link) -> DeviceOptionsFunction:
 
     Torch's own devices, which the package never serves, are answered here, in the entry
     itself: Inductor asks for them on every build, and each Python call added to their path
-    costs about 0.5% of torch's function (``cpu_lookup`` in benchmarks/). Every other
+    costs about 0.5% of torch's own function (``cpu_lookup`` in benchmarks/). Every other
     question goes to :meth:`Link.answer`."""
     chain = link.chain
     adopted = link.adopted
@@ -229,25 +216,28 @@ class Chain:
         self,
         module: ModuleType,
         function_below: DeviceOptionsFunction,
-        serve: Serve,
-        answer_below_for: DeviceOptionsFunction,
+        answering: DeviceOptionsFunction,
         *,
         registry_namespace: Mapping[str, Any] | None = None,
+        own_dispatcher: DeviceOptionsFunction | None = None,
         observe: Callable[[object], None] | None = None,
     ):
         """``function_below``: the function there when the hook was installed.
-        ``answer_below_for(*args, **kwargs)``: a call's answer below, where no adopted
-        function gives it. ``registry_namespace``: where the package serves torch's own
-        devices registered in torch's registry (hook mode: the module's namespace, whose
-        registry is read at each lookup, as torch's function reads it); None: torch's
-        function serves its registry itself (native mode). ``observe(device_type)``: told of
-        each call of an entry (every question Inductor asks, and again for each wrapper that
+        ``answering(*args, **kwargs)``: a call's answer below, where no adopted function
+        gives it (``function_below``, asking the DeviceInterface first before torch 2.15,
+        or skipping torch's registry in native mode: ``_hook/install``).
+        ``registry_namespace``: where the package serves torch's own devices registered in
+        torch's registry (hook mode: the module's namespace, whose registry is read at each
+        lookup, as torch's own function reads it); None: torch's own function serves its registry
+        itself (native mode), where ``own_dispatcher`` is what the package registered
+        there, standing for its own registrations. ``observe(device_type)``: told of each
+        call of an entry (every question Inductor asks, and again for each wrapper that
         calls through)."""
         self.module = module
         self.function_below = function_below
-        self.serve = serve
-        self.answer_below_for = answer_below_for
+        self.answering = answering
         self.registry_namespace = registry_namespace
+        self.own_dispatcher = own_dispatcher
         self.observe = observe
         self._lock = threading.Lock()
         self.lowest = Link(self, None, None)
@@ -295,7 +285,7 @@ class Chain:
         link: Link | None = self.current
         while link is not None and link.adopted is not None:
             found.append(AdoptedFunction(link.adopted.description, link.adopted.behaviour))
-            link = link.below
+            link = link.lower
         return tuple(reversed(found))
 
     # --- lookups -------------------------------------------------------------------------
@@ -312,8 +302,10 @@ class Chain:
     def answer_lowest(self, device_type: object, args: Args, kwargs: Kwargs) -> Any:
         """What the lowest link gives: the package's sources, then what is below them."""
         device = self.served_device(device_type)
-        answer_below = functools.partial(self.answer_below_for, *args, **kwargs)
-        served = None if device is None else self.serve(device, args, kwargs, answer_below)
+        answer_below = functools.partial(self.answering, *args, **kwargs)
+        if device is None:
+            return answer_below()
+        served = serve_device(self.module, device, args, kwargs, answer_below, self.own_dispatcher)
         return answer_below() if served is None else served
 
 

@@ -22,11 +22,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._lookup.device_types import DEVICE_NAME, RESERVED_DEVICE_TYPES
-from .._options.cmake import Served, compile_section, device_of_project, link_section, own_options
+from .._options.cmake import compile_section, device_of_project, link_section, own_options
+from .._options.model import CppDeviceOptions
+from .._source import DeviceOptionsSource
 from .._torch_names import CMAKE_WRITERS
-from .lookups import default_cpp_device_options, get_cpp_device_options
+from .installation import answer_below, source_of
+from .lookups import get_cpp_device_options
 from .provider_doors import removed_cflags
-from .serve import source_of
 
 COMPILE_WRITER, LINK_WRITER = CMAKE_WRITERS
 TorchWriter = Callable[..., None]
@@ -48,28 +50,33 @@ def write(
         torch_writer(builder, *args, **kwargs)
 
 
-def served(device_type: object, aot_mode: bool, compile_only: bool) -> Served | None:
-    """Who serves ``device_type`` through the package's door, and what of its options
-    torch's own defaults lack; None for any other device (torch's file is then written)."""
+def served(
+    device_type: object, aot_mode: bool, compile_only: bool
+) -> tuple[DeviceOptionsSource, CppDeviceOptions] | None:
+    """The source that serves ``device_type`` through the package's door, and what of its
+    options torch's own defaults lack; None for any other device (torch's file is then
+    written)."""
     if not isinstance(device_type, str) or not DEVICE_NAME.fullmatch(device_type):
         return None
     if device_type in RESERVED_DEVICE_TYPES:
         return None
-    source = source_of(device_type)
-    if source is None or not source.guaranteed:
+    found = source_of(device_type)
+    if found is None or not found.source.guaranteed:
         return None
     options = get_cpp_device_options(device_type, aot_mode, compile_only)
-    defaults = default_cpp_device_options(device_type, aot_mode, compile_only)
+    defaults = answer_below(device_type, aot_mode, compile_only)
+    # Only what the device adds over torch's defaults: torch's writer puts those in already.
     own = own_options(options, defaults)
     removed = removed_cflags(device_type)  # the removed_cflags door: not in the project either
     if removed:
         own = own._replace(cflags=[flag for flag in own.cflags if flag not in removed])
-    return Served(device_type, source.kind, source.description, own)
+    return found.source, own
 
 
 def standalone_branch() -> bool:
     """Whether torch's compile writer takes its ``compile_standalone`` branch (no libtorch):
-    the condition it tests."""
+    the condition it tests (torch 2.13-2.15's ``CppBuilder.save_compile_cmd_to_cmake``:
+    ``config.aot_inductor.link_libtorch or config.test_configs.use_libtorch``)."""
     from torch._inductor import config
 
     # A torch without the branch (nor these configs) links libtorch.
@@ -81,11 +88,15 @@ def standalone_branch() -> bool:
 def _write_compile(
     torch_writer: TorchWriter, builder: Any, args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> None:
+    # torch 2.13-2.15: save_compile_cmd_to_cmake(self, cmake_path, device_type). The builder's
+    # private _build_option (the CppTorchDeviceOptions it builds with) and _target_name are
+    # what torch's own writers read, on the same releases.
     cmake_path, device_type = _bound(args, kwargs, ("cmake_path", "device_type"))
     options = builder._build_option
     device = served(device_type, options.get_aot_mode(), options.get_compile_only())
     if device is not None:  # computed first: a refused value leaves no half-written project
-        section = compile_section(builder._target_name, device, standalone=standalone_branch())
+        source, own = device
+        section = compile_section(builder._target_name, source, own, standalone=standalone_branch())
     torch_writer(builder, *args, **kwargs)
     if device is not None:
         with open(cmake_path, "a") as project:
@@ -95,6 +106,8 @@ def _write_compile(
 def _write_link(
     torch_writer: TorchWriter, builder: Any, args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> None:
+    # torch 2.13-2.15: save_link_cmd_to_cmake(self, cmake_path) takes no device: it is read
+    # back from the section the compile writer appended to the same file.
     (cmake_path,) = _bound(args, kwargs, ("cmake_path",))
     try:
         with open(cmake_path) as project:
@@ -106,8 +119,9 @@ def _write_link(
     if device is None:
         torch_writer(builder, *args, **kwargs)
         return
+    source, own = device
     section = link_section(
-        builder._target_name, device, options.get_ldflags(), options.get_libraries()
+        builder._target_name, source, own, options.get_ldflags(), options.get_libraries()
     )
     with open(cmake_path, "a") as project:
         project.write(section)

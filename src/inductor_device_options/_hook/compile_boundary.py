@@ -44,6 +44,9 @@ def install(compile_fx: ModuleType) -> None:
 
     @functools.wraps(entry)
     def compile_fx_with_fresh_identities(*args: Any, **kwargs: Any) -> Any:
+        # A depth, not a flag: torch 2.6-2.15's compile_fx.compile_fx calls itself again
+        # with its config_patches applied (2.6 also for cpp_wrapper), and only the outermost
+        # call begins a compile.
         this_thread = _state.this_thread
         if this_thread.compile_depth == 0:
             begin_compile()
@@ -61,6 +64,8 @@ def begin_compile() -> None:
     """What a compile renews before it asks anything: identities, and ``get_system``."""
     _state.clear_group(_state.PER_COMPILE)
     install_imported(DEVICE_HOOK_MODULES)  # an out-of-tree device registered since
+    # Not imported here when the compile has not imported it: importing codecache costs, and
+    # its own installer adopts get_system at its import.
     codecache = sys.modules.get(CODECACHE)
     if codecache is not None and hasattr(codecache, "CacheBase"):
         from .cache_keys import install as adopt_get_system

@@ -68,6 +68,8 @@ def _wrap_builder(owner: type, name: str, aot_mode: bool) -> None:
     parameter = parameters["device_type"]
     # Read directly, not bound: every C++ kernel build of the CPU comes through here. Its
     # place after cls, where it may be passed by position (torch 2.6's AotCodeCompiler).
+    # torch 2.6-2.15: load_async(cls, source/main_code, device_type="cpu", ...) and
+    # compile(cls, graph, ..., device_type, ...), positional-or-keyword on every release.
     keyword_only = parameter.kind is inspect.Parameter.KEYWORD_ONLY
     position = len(parameters) if keyword_only else list(parameters).index("device_type") - 1
     default = "cpu" if parameter.default is inspect.Parameter.empty else parameter.default
@@ -98,6 +100,8 @@ def _identity_of(device_type: object, aot_mode: bool) -> str | None:
 def _keyed_write(write: Callable[..., Any]) -> Callable[..., Any]:
     signature = inspect.signature(write)
 
+    # torch 2.6-2.15's codecache.write(content, extension, extra="", ...) hashes ``extra``
+    # into the file name: the identity goes there, never into what g++ is given.
     def keyed_write(*args: Any, **kwargs: Any) -> Any:
         if _state.this_thread.build_identity is None:
             return write(*args, **kwargs)
@@ -114,7 +118,8 @@ def _keyed_header(precompile: Callable[..., Any]) -> Callable[..., Any]:
         # that changed in place must miss there too, not only on disk.
         return precompile(header, keyed_extra(hashable_cmd_line), **compile_command)
 
-    for name in ("cache_clear", "cache_info"):  # torch's tests clear it
+    # torch 2.13-2.15's _precompile_header is a functools.cache; torch's tests clear it.
+    for name in ("cache_clear", "cache_info"):
         if hasattr(precompile, name):
             setattr(keyed_precompile_header, name, getattr(precompile, name))
     return keyed_precompile_header

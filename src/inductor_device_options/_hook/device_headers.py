@@ -47,6 +47,7 @@ def install(cpp_wrapper_cpu: ModuleType) -> None:
     if _INCLUDE_METHODS[False] in wrapper.__dict__:  # torch 2.13 and later
         for aot_mode, name in _INCLUDE_METHODS.items():
             torch_method = wrapper.__dict__[name]
+            # Staticmethods in 2.13-2.15: the function inside, wrapped, goes back in as one.
             function = getattr(torch_method, "__func__", torch_method)
             if not getattr(function, _MARK, False):
                 setattr(wrapper, name, staticmethod(_include_method(function, aot_mode)))
@@ -100,6 +101,7 @@ def includes_declared_headers(codegen: object, aot_mode: bool) -> bool:
     (torch 2.13+): its include method for the mode is the door's, which it inherits from
     ``CppWrapperCpu``, not one of its own (or of a class between). A class that overrides
     it wins; so does anything on a torch the door does not act on through those methods."""
+    # getattr_static: the staticmethod object along the MRO, whose __func__ carries the mark.
     found = inspect.getattr_static(codegen, _INCLUDE_METHODS[aot_mode], None)
     return bool(getattr(getattr(found, "__func__", found), _MARK, False))
 
@@ -142,6 +144,8 @@ def _header_writer(torch_write_header: Callable[[Any], None]) -> Callable[[Any],
         if headers is None:
             return
         c_shim = f"#include <{_C_SHIM_HEADER.format(device=device)}>"
+        # The private list of torch 2.6's IndentedBuffer (torch._inductor.utils), which
+        # write_header fills through splice(): no public way replaces one line.
         lines = self.header._lines
         for index, line in enumerate(lines):
             if isinstance(line, str) and line.strip() == c_shim:

@@ -22,10 +22,11 @@ from .._options.freshness import identity_in
 from .._options.identity import sdk_identity
 from .._options.model import CppDeviceOptions
 from .._torch_names import CPP_BUILDER
-from .serve import DEFAULTS_PROBE_DEVICE, installed, torch_registry
+from .installation import installed
+from .serve import DEFAULTS_PROBE_DEVICE, torch_registry
 
 # aot_mode -> what torch's own function gives a device nobody serves (it never changes in a
-# process: torch's function below the hook and its version are fixed).
+# process: the function below and torch's version are fixed).
 _defaults: _state.BoundedCache[bool, CppDeviceOptions] = _state.cache(2)
 
 
@@ -55,6 +56,8 @@ def _answer(device_type: str, aot_mode: bool) -> CppDeviceOptions | None:
     name = normalize_device_type(device_type)
     if name in RESERVED_DEVICE_TYPES:  # torch's version covers torch's own devices' code
         return None
+    # Marked for the lookup underneath: it is asked for an identity, not for a build, and
+    # doctor's recorder of Inductor's questions (_diagnose/compile_child) leaves it out.
     this_thread = _state.this_thread
     outer, this_thread.asking_for_identity = this_thread.asking_for_identity, True
     try:
@@ -68,6 +71,7 @@ def _named_identity(options: CppDeviceOptions, aot_mode: bool) -> str | None:
     defaults = _defaults_for(aot_mode)
     default_dirs = {os.path.realpath(path) for path in defaults.include_dirs}
     include_dirs = [os.path.realpath(path) for path in options.include_dirs]
+    # Library dirs are kept whole: they only say where the named libraries are looked up.
     return sdk_identity(
         [path for path in include_dirs if path not in default_dirs],
         [os.path.realpath(path) for path in options.libraries_dirs],
@@ -78,9 +82,9 @@ def _named_identity(options: CppDeviceOptions, aot_mode: bool) -> str | None:
 def _defaults_for(aot_mode: bool) -> CppDeviceOptions:
     known = _defaults.get(aot_mode)
     if known is None:
-        # Never a registered device: the function below the hook gives it the defaults.
-        below = installed().function_below(DEFAULTS_PROBE_DEVICE, aot_mode, False)
-        known = _defaults.put(aot_mode, CppDeviceOptions.of(below))
+        # Never a registered device: the function below gives it the defaults.
+        defaults = installed().function_below(DEFAULTS_PROBE_DEVICE, aot_mode, False)
+        known = _defaults.put(aot_mode, CppDeviceOptions.of(defaults))
     return known
 
 
@@ -126,6 +130,9 @@ def _usable_device_types() -> set[str]:
     import torch
     from torch._dynamo.device_interface import get_registered_device_interfaces
 
+    # Indexed entries ("npu:0") skipped, as torch 2.15's CacheBase.get_system skips them;
+    # the PrivateUse1 name is "privateuseone" until renamed, which _keyable lets through
+    # harmlessly (nobody serves it).
     names = {name for name, _ in get_registered_device_interfaces() if ":" not in name}
     names.add(torch._C._get_privateuse1_backend_name())
     return names

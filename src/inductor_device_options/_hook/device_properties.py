@@ -15,6 +15,7 @@ import functools
 from types import ModuleType
 from typing import Any
 
+from .. import _state
 from .._lookup.interfaces import out_of_tree_interface
 from .._torch_names import DEVICE_PROPERTIES
 from .backports import BACKPORT_MARK
@@ -25,6 +26,7 @@ HOOK = "get_multi_processor_count"
 def install(hints: ModuleType) -> None:
     """Backport ``get_multi_processor_count`` into ``DeviceProperties.create``."""
     properties = hints.__dict__[DEVICE_PROPERTIES]
+    # A classmethod over a functools cache (2.6-2.15): its cache_clear is kept below.
     torch_create = properties.__dict__["create"].__func__
     if getattr(torch_create, BACKPORT_MARK, False) or unknown_fields(properties):
         return
@@ -39,7 +41,8 @@ def install(hints: ModuleType) -> None:
         torch_create.cache_clear()
         _create.cache_clear()
 
-    create.__wrapped__ = torch_create  # type: ignore[attr-defined]
+    # Sets __wrapped__ alone: the name and the doc stay the wrapper's.
+    functools.update_wrapper(create, torch_create, assigned=(), updated=())
     create.cache_clear = cache_clear  # type: ignore[attr-defined]
     setattr(create, BACKPORT_MARK, True)
     properties.create = classmethod(create)
@@ -68,7 +71,10 @@ def unknown_fields(properties: type) -> list[str]:
     return sorted(set(getattr(properties, "_fields", ())) - KNOWN_FIELDS)
 
 
-@functools.cache
+# Kept by the package's reset, as torch's own cache of ``create`` is: torch 2.15 caches it per
+# device for the process, and its callers clear it with ``create.cache_clear()``, which
+# clears this one too.
+@_state.cached(64, kept="DeviceProperties.create's, cleared with it")
 def _create(cls: Any, device: Any, interface: Any) -> Any:
     props = interface.get_device_properties(device)
     values = {
@@ -79,6 +85,7 @@ def _create(cls: Any, device: Any, interface: Any) -> Any:
         "major": getattr(props, "major", None),
         "regs_per_multiprocessor": getattr(props, "regs_per_multiprocessor", None),
         "max_threads_per_multi_processor": getattr(props, "max_threads_per_multi_processor", None),
+        # The getattr defaults are torch 2.13's DeviceProperties.create's.
         "max_threads_per_block": getattr(props, "max_threads_per_block", 1024),
         # torch 2.6 to 2.14: 32 for a device other than cpu (2.15: None)
         "warp_size": getattr(props, "warp_size", 32),

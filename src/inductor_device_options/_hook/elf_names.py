@@ -94,6 +94,8 @@ def _read_at(file: BinaryIO, offset: int, size: int, path: str) -> bytes:
 def _identify(head: bytes, path: str) -> _Format:
     if len(head) < 64 or head[:4] != _MAGIC:
         raise ElfError(f"{path} is not an ELF file")
+    # e_ident[EI_CLASS] (4: 1 = 32-bit, 2 = 64-bit) and e_ident[EI_DATA] (5: 1 = little
+    # endian, 2 = big endian).
     order = {1: "<", 2: ">"}.get(head[5])
     if head[4] not in (1, 2) or order is None:
         raise ElfError(f"{path}: unknown ELF class {head[4]} or byte order {head[5]}")
@@ -121,11 +123,14 @@ def soname(path: str) -> str | None:
         for tag, value in struct.iter_unpack(form.dynamic, entries[:whole]):
             if tag == _DT_NULL:
                 break
+            # The first of a tag counts: DT_SONAME and DT_STRTAB appear once in a sane file.
             tags.setdefault(tag, value)
         if _DT_SONAME not in tags:
             return None
         if _DT_STRTAB not in tags:
             raise ElfError(f"{path}: dynamic section without a string table")
+        # DT_STRTAB is a virtual address, DT_SONAME an offset into that table: the address is
+        # mapped back to a file offset through the PT_LOAD segment holding it.
         start = _file_offset(segments, tags[_DT_STRTAB], path) + tags[_DT_SONAME]
         file.seek(start)
         name = file.read(4096).partition(b"\0")[0]
@@ -134,6 +139,7 @@ def soname(path: str) -> str | None:
 
 def _program_table(head: bytes, form: _Format) -> tuple[int, int]:
     """(offset, entry count) of the program header table."""
+    # e_phoff and e_phnum of the ELF header: their offsets differ between ELF32 and ELF64.
     at = 32 if form.wide else 28
     (table,) = struct.unpack_from(form.order + form.address, head, at)
     (count,) = struct.unpack_from(form.order + "H", head, 56 if form.wide else 44)
@@ -161,8 +167,12 @@ def needing_stub(needed: str, directory: str, like: str) -> bytes:
     with open(like, "rb") as file:
         head = _read_at(file, 0, 64, like)
     form = _identify(head, like)
+    # e_machine and e_flags copied from the library: the loader refuses an object of
+    # another machine or ABI (ARM's float ABI lives in e_flags, say).
     (machine,) = struct.unpack_from(form.order + "H", head, 18)
     (flags,) = struct.unpack_from(form.order + "I", head, 48 if form.wide else 36)
+    # The string table: "" at offset 0 (ELF requires it), then the NEEDED name at 1 and the
+    # RPATH dir after it, which is what the DT_NEEDED and DT_RPATH values below point at.
     strings = b"\0" + needed.encode() + b"\0" + directory.encode() + b"\0"
     segments = 3
     strings_at = form.header_size + segments * form.segment_size
@@ -181,6 +191,9 @@ def needing_stub(needed: str, directory: str, like: str) -> bytes:
         )
     )
     size = dynamic_at + len(dynamic)
+    # e_ident kept as the library's (class, byte order, OS ABI); then e_type ET_DYN,
+    # e_machine, e_version 1, e_entry 0, e_phoff, e_shoff 0 (no sections), e_flags, e_ehsize,
+    # e_phentsize, e_phnum, e_shentsize, e_shnum 0, e_shstrndx 0.
     header = head[:16] + struct.pack(
         form.order + "HHI" + form.address * 3 + "IHHHHHH",
         *(_ET_DYN, machine, 1, 0, form.header_size, 0, flags),

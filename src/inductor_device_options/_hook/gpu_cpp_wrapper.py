@@ -19,6 +19,7 @@ method replaced before), nothing is installed and the hook is reported left out.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import sys
 import textwrap
@@ -60,6 +61,8 @@ def recompiled(method: FunctionType, graph: ModuleType) -> FunctionType | None:
     definition = extended.visit(tree.body[0])
     if extended.found != 1 or not isinstance(definition, ast.FunctionDef):
         return None
+    # torch's method, nested in a maker whose one parameter is _ASKED: the recompiled body
+    # reads it as a closure cell, and torch's module namespace stays untouched.
     definition.decorator_list = []
     maker = ast.FunctionDef(
         name="make",
@@ -75,6 +78,9 @@ def recompiled(method: FunctionType, graph: ModuleType) -> FunctionType | None:
     )
     module = ast.Module(body=[maker], type_ignores=[])
     ast.fix_missing_locations(module)
+    # Tracebacks point at torch's own file and lines. graph.py has ``from __future__ import
+    # annotations`` on 2.13 and 2.15 (not 2.6): its __future__ feature, found in the module's
+    # namespace, gives the compile the same flag.
     ast.increment_lineno(module, method.__code__.co_firstlineno - 1)
     future = graph.__dict__.get("annotations")
     flags = getattr(future, "compiler_flag", 0)
@@ -83,7 +89,8 @@ def recompiled(method: FunctionType, graph: ModuleType) -> FunctionType | None:
     exec(code, graph.__dict__, namespace)  # torch's own source, from its installed file
     function: FunctionType = namespace["make"](uses_gpu_cpp_wrapper)
     function.__qualname__ = method.__qualname__
-    function.__wrapped__ = method  # type: ignore[attr-defined]
+    # Sets __wrapped__ alone: the name and the doc stay the wrapper's.
+    functools.update_wrapper(function, method, assigned=(), updated=())
     setattr(function, BACKPORT_MARK, True)
     return function
 
@@ -116,6 +123,7 @@ def _is_torch_gpu_list(node: ast.Call) -> bool:
     if not isinstance(listed, (ast.List, ast.Tuple)):
         return False
     names = [element.value for element in listed.elts if isinstance(element, ast.Constant)]
+    # 2.6's ``if any(...)`` and 2.13's ``has_gpu = any(...)`` both hold this very call.
     return names == ["cuda", "xpu"] and "self.device_types" in ast.unparse(generator.elt)
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from .._lookup.interfaces import defines, out_of_tree_interfaces
+from .._lookup.interfaces import as_torch_2_15, defines, out_of_tree_interfaces
 from .._torch_names import DEVICE_NEED_GUARD, GET_GPU_TYPE, GPU_TYPES
 from .backports import BACKPORT_MARK
 from .install import rebind
@@ -36,6 +36,8 @@ def install(utils: ModuleType) -> None:
     added = tuple(gpu_devices(exclude=gpu_types))
     if not added:
         return
+    # Extended in place, not rebound: torch 2.6-2.14's modules import GPU_TYPES by name
+    # (``from torch._inductor.utils import GPU_TYPES``) and keep the list object.
     gpu_types.extend(added)
     torch_get_gpu_type = utils.__dict__[GET_GPU_TYPE]
     torch_need_guard = utils.__dict__[DEVICE_NEED_GUARD]
@@ -57,7 +59,9 @@ def gpu_devices(exclude: Sequence[str] = ()) -> list[str]:
     return [
         name
         for name, interface in out_of_tree_interfaces()
-        if name not in exclude and defines(interface, "is_gpu") and interface.is_gpu()  # type: ignore[attr-defined]
+        if name not in exclude
+        and defines(interface, "is_gpu")
+        and as_torch_2_15(interface).is_gpu()
     ]
 
 
@@ -83,6 +87,7 @@ def _chosen(available: list[str]) -> str:
 
     if len(available) == 1:
         return available[0]
+    # torch 2.15's get_gpu_type asks torch.accelerator.current_accelerator() (2.6 has it too).
     accelerator = getattr(torch, "accelerator", None)
     current = accelerator.current_accelerator() if accelerator is not None else None
     if current is not None and current.type in available:
@@ -128,5 +133,5 @@ def exposes_streams(interface: type) -> bool:
     from torch._dynamo.device_interface import DeviceInterface
 
     if defines(interface, "exposes_streams"):
-        return bool(interface.exposes_streams())  # type: ignore[attr-defined]
-    return interface.Stream is not DeviceInterface.Stream  # type: ignore[attr-defined]
+        return bool(as_torch_2_15(interface).exposes_streams())
+    return as_torch_2_15(interface).Stream is not DeviceInterface.Stream

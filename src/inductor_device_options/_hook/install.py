@@ -4,11 +4,11 @@ Inductor asks ``cpp_builder.get_cpp_torch_device_options`` (a module-global look
 call time, from ``CppTorchDeviceOptions.__init__``). We either
 
 * **hook**: replace that function once with an entry of the chain (``chain``) that asks the
-  package's sources in order (``serve``), then the function that was there before (stock torch or
+  package's sources in order (``serve``), then the function below, there before (torch's own or
   another backend's patch), called with its arguments unchanged. The hook also gives the
   module the design's registry API, ``register_cpp_device_options`` and
   ``_cpp_device_options_registry``, where torch lacks it, and, before torch 2.15, torch
-  2.15's ``DeviceInterface.get_cpp_device_options`` lookup around stock torch's function; or
+  2.15's ``DeviceInterface.get_cpp_device_options`` lookup around torch's own function; or
 * **native**: when torch itself has ``register_cpp_device_options`` (the upstream form
   of this design), also register a dispatcher per registered device there.
 
@@ -18,6 +18,7 @@ Importing torch._inductor costs about a second, so nothing here imports it eager
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from collections.abc import Iterable, Sequence
@@ -72,15 +73,14 @@ from .backports import (
 )
 from .chain import Chain, make_adopting
 from .disable import disabled
-from .serve import (
+from .installation import (
     Installation,
     current_installation,
     is_served,
-    native_answer_below_for,
     native_dispatcher,
-    serve_device,
-    torch_registry,
+    skipping_registry,
 )
+from .serve import torch_registry
 
 if TYPE_CHECKING:
     import importlib.machinery
@@ -114,13 +114,15 @@ def _install_hook(module: ModuleType) -> None:
             and installation.chain.owns(current)
         ):
             return
+        # Unmarked: torch's own, the upstream patch (PR #190614's registry form; no release to
+        # 2.15 has it). Then torch's registry answers, and the chain only dispatches.
         native_register = module.__dict__.get(REGISTER)
         if callable(native_register) and not getattr(native_register, BACKPORT_MARK, False):
             chain = Chain(
                 module,
                 current,
-                serve_device,
-                native_answer_below_for(module, current),
+                skipping_registry(module, current),
+                own_dispatcher=native_dispatcher,
                 observe=observe,
             )
             _state.installation = Installation(module, "native", chain, native_register)
@@ -133,6 +135,8 @@ def _install_hook(module: ModuleType) -> None:
         backport_registry_api(module)
         from torch._dynamo.device_interface import DeviceInterface
 
+        # torch 2.15's get_cpp_torch_device_options asks DeviceInterface.get_cpp_device_options;
+        # 2.6-2.14 have neither: the lookup goes around torch's own function (no replacement).
         backport = not hasattr(DeviceInterface, "get_cpp_device_options") and is_torch_function(
             current
         )
@@ -140,7 +144,6 @@ def _install_hook(module: ModuleType) -> None:
         chain = Chain(
             module,
             current,
-            serve_device,
             answering,
             registry_namespace=module.__dict__,
             observe=observe,
@@ -165,7 +168,8 @@ def _cmake_writer(name: str, torch_writer: Any) -> Any:
 
         write(name, torch_writer, self, args, kwargs)
 
-    write.__wrapped__ = torch_writer  # type: ignore[attr-defined]
+    # Sets __wrapped__ alone: the name and the doc stay the wrapper's.
+    functools.update_wrapper(write, torch_writer, assigned=(), updated=())
     setattr(write, BACKPORT_MARK, True)
     return write
 
@@ -226,8 +230,9 @@ def _native_hook(module: ModuleType) -> bool:
     if module.__name__ == INDUCTOR_UTILS:
         return "_gpu_types" in module.__dict__  # 2.15 builds GPU_TYPES from is_gpu()
     if module.__name__ == GRAPH:
-        return "_uses_gpu_cpp_wrapper" in module.__dict__
+        return "_uses_gpu_cpp_wrapper" in module.__dict__  # 2.15's codegen_with_cpp_wrapper's
     if module.__name__ == RUNTIME_HINTS:
+        # 2.15's DeviceProperties.create asks it; 2.6-2.14's read torch.cuda/xpu properties.
         create = module.__dict__[DEVICE_PROPERTIES].__dict__["create"].__func__
         return calls(create, "get_multi_processor_count")
     if module.__name__ == TRITON_UTILS:
@@ -252,6 +257,7 @@ def _device_needs(module: ModuleType) -> bool:
         _state.gpu_types_decided.add(name)
         return first and out_of_tree_interface_registered("is_gpu")
     if name == GRAPH:
+        # Out-of-tree overrides: those of a class defined outside torch's modules.
         common = sys.modules.get(CODEGEN_COMMON)
         overrides = common.__dict__.get("device_op_overrides_dict", {}) if common else {}
         return any(not type(o).__module__.startswith("torch.") for o in overrides.values())
@@ -261,6 +267,7 @@ def _device_needs(module: ModuleType) -> bool:
 def calls(function: object, name: str) -> bool:
     """Whether torch's (possibly cached) ``function`` itself calls ``name``: a torch whose
     function asks a hook needs no backport of it."""
+    # __wrapped__: torch caches some of these functions with functools (utils._triton's).
     code = getattr(getattr(function, "__wrapped__", function), "__code__", None)
     return code is not None and name in code.co_names
 
@@ -274,6 +281,7 @@ def torch_runs_backend_init() -> bool:
 
 def _install_into(module: ModuleType) -> None:
     installer, ready = INSTALLERS.get(module.__name__, ("", ""))
+    # No ``ready``: a torch without that door (2.6's subproc_pool), or a module mid-import.
     if not installer or module.__dict__.get(ready) is None:
         return
     if _native_hook(module) or not _device_needs(module):
@@ -314,7 +322,7 @@ class _InstallAfterExec:
 
 class ImportWatcher:
     """Stays on sys.meta_path: ``importlib.reload(cpp_builder)`` finds the module's spec
-    again, and executing it anew writes torch's function past the chain."""
+    again, and executing it anew writes torch's own function past the chain."""
 
     @staticmethod
     def arm() -> None:
@@ -361,8 +369,9 @@ def arm() -> None:
         return
     with _state.lock:
         if _state.watcher is None or _state.watcher not in sys.meta_path:
-            _state.watcher = ImportWatcher()
-            sys.meta_path.insert(0, _state.watcher)
+            watcher = ImportWatcher()
+            _state.watcher = watcher
+            sys.meta_path.insert(0, watcher)
     install_imported(INSTALLERS)
 
 

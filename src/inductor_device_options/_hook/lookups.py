@@ -1,60 +1,14 @@
-"""What callers ask of the hook: the options Inductor gets for a device, what it gets
-without the package (for a provider to extend), and the package's own answer."""
+"""What callers ask of the hook: the options Inductor gets for a device, and the package's
+own answer. What a device gets without the package is ``_defaults``'s."""
 
 from __future__ import annotations
 
+from .._lookup import resolve
 from .._lookup.device_types import normalize_device_type
 from .._options.model import CppDeviceOptions
 from .._torch_names import FUNCTION
-from .in_progress import bypassing, offered_answer_below
-from .serve import (
-    answer_below_for_device,
-    installed,
-    resolve_module,
-    source_of,
-)
-
-
-def default_cpp_device_options(
-    device_type: str, aot_mode: bool = False, compile_only: bool = False
-) -> CppDeviceOptions:
-    """What ``device_type`` gets without this package's sources: for a provider to extend.
-
-    Inside a lookup (a provider calling it): what the function below the package gave for
-    this very lookup — stock torch, or the replacement another backend assigned, with the
-    lookup's own arguments (torch 2.15's ``cpp_stdlib=`` included). Outside one: what
-    Inductor's function gives the device when the package does not serve it. It calls no
-    provider of the package, so a provider may call it for its own device.
-
-    Args:
-        device_type: ``"npu"`` or ``"npu:0"``.
-        aot_mode: AOTInductor (True) or cpp_wrapper / JIT (False).
-        compile_only: options for compiling to an object only (True), or for linking too.
-
-    Returns:
-        A :class:`CppDeviceOptions` of fresh lists, free to extend.
-
-    Raises:
-        InvalidDeviceTypeError: ``device_type`` is not a device name.
-
-    Example:
-        >>> import inductor_device_options as ido
-        >>> def acme_options(device_type, aot_mode, compile_only):
-        ...     options = ido.default_cpp_device_options(device_type, aot_mode, compile_only)
-        ...     options.definitions.append("USE_ACME")
-        ...     return options
-        >>> torch_only = ido.default_cpp_device_options("acme")
-        >>> with ido.testing.registered_cpp_device_options("acme", acme_options):
-        ...     served = ido.get_cpp_device_options("acme")
-        ...     assert ido.default_cpp_device_options("acme") == torch_only
-        >>> served.definitions == [*torch_only.definitions, "USE_ACME"]
-        True
-    """
-    name = normalize_device_type(device_type)
-    installed()
-    offered = offered_answer_below(name, bool(aot_mode), bool(compile_only))
-    result = answer_below_for_device(name, aot_mode, compile_only) if offered is None else offered()
-    return CppDeviceOptions.of(result)
+from .in_progress import bypassing
+from .installation import installed, source_of
 
 
 def get_cpp_device_options(
@@ -103,7 +57,7 @@ def package_cpp_device_options(
     name = normalize_device_type(device_type)
     module = installed().module
     with bypassing(name):
-        served: object | None = resolve_module().serve(
+        served: object | None = resolve.serve(
             source_of(name),
             aot_mode,
             compile_only,
@@ -111,6 +65,4 @@ def package_cpp_device_options(
         )
     if served is None:
         return None
-    if isinstance(served, CppDeviceOptions):
-        return served.copy()
     return CppDeviceOptions.of(served)  # type: ignore[arg-type]

@@ -14,66 +14,74 @@ from typing import Any
 
 from .._lookup import provider_attributes as attributes
 from .._lookup.device_types import RESERVED_DEVICE_TYPES
-from .._lookup.registry import DeviceOptionsSource
+from .._source import CppDeviceOptionsCallback, FoundSource
 
 #: The sources whose provider is the package's to ask: torch's doors (its registry, 2.15's
 #: DeviceInterface) behave as torch defines them, with no attributes.
 _OWN_DOOR_KINDS = frozenset({"registration", "entry point"})
 
 
-def door_source(device: str) -> DeviceOptionsSource | None:
-    """The loaded source of the package's own door for ``device``, or None."""
+def door_source(device: str) -> FoundSource | None:
+    """The source of the package's own door for ``device``, loaded, or None: its doors are
+    not asked."""
     device_type = device.partition(":")[0]
     if device_type in RESERVED_DEVICE_TYPES or not device_type:
         return None
-    from .serve import resolve_module, source_of
+    from .._lookup.resolve import loaded
+    from .installation import source_of
 
-    source = source_of(device_type)
+    found = source_of(device_type)
     # A bundled provider is a fallback: it fills in the options and never changes what a
     # backend's own code does (the Ascend provider's inductor_headers are doctor's).
-    if source is None or source.kind not in _OWN_DOOR_KINDS or source.fallback:
+    if found is None or found.source.kind not in _OWN_DOOR_KINDS or found.source.fallback:
         return None
-    loaded: DeviceOptionsSource = resolve_module().loaded(source)
-    return loaded if loaded.provider is not None else None
+    found = loaded(found)
+    return found if found.provider is not None else None
+
+
+def _door_provider(device: str) -> tuple[CppDeviceOptionsCallback, str, str] | None:
+    """The provider a device's doors are asked of, its device and its description."""
+    found = door_source(device)
+    if found is None or found.provider is None:
+        return None
+    return found.provider, found.device_type, found.description
 
 
 def removed_cflags(device: str) -> frozenset[str]:
     """The cflags that leave every g++ command made with the device's options."""
-    source = door_source(device)
-    if source is None:
+    asked = _door_provider(device)
+    if asked is None:
         return frozenset()
-    return attributes.removed_cflags_of(source.provider, source.device_type, source.description)
+    return attributes.removed_cflags_of(*asked)
 
 
 def shim_ops(device: str) -> frozenset[str]:
     """The ``aten.<op>.<overload>`` ops whose C shims the device's SDK declares."""
-    source = door_source(device)
-    if source is None:
+    asked = _door_provider(device)
+    if asked is None:
         return frozenset()
-    return attributes.shim_ops_of(source.provider, source.device_type, source.description)
+    return attributes.shim_ops_of(*asked)
 
 
 def headers(device: str, aot_mode: bool) -> tuple[str, ...] | None:
     """The headers the device's generated code includes instead of torch's default one."""
-    source = door_source(device)
-    if source is None:
+    asked = _door_provider(device)
+    if asked is None:
         return None
-    return attributes.headers_of(source.provider, source.device_type, aot_mode, source.description)
+    return attributes.headers_of(asked[0], asked[1], aot_mode, asked[2])
 
 
 def cache_key_detail(device: str) -> str | None:
     """The device's cache-key detail for the compile being keyed, as JSON text, or None."""
-    source = door_source(device)
-    if source is None:
+    asked = _door_provider(device)
+    if asked is None:
         return None
-    return attributes.cache_key_detail_of(source.provider, source.device_type, source.description)
+    return attributes.cache_key_detail_of(*asked)
 
 
 def runner(so_path: str, device: str) -> Any:
     """The device's AOTInductor runner for ``so_path``, or None where it declares none."""
-    source = door_source(device)
-    if source is None:
+    asked = _door_provider(device)
+    if asked is None:
         return None
-    return attributes.runner_of(
-        source.provider, source.device_type, source.description, so_path, device
-    )
+    return attributes.runner_of(*asked, so_path, device)

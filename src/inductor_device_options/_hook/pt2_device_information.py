@@ -3,8 +3,9 @@ the device's ``DeviceInterface``, which a backend may register only at its first
 
 torch (2.13 and later) reads ``codecache.get_device_information(device)`` when it loads a
 package, to compare it with what the package was built on; without an interface for the
-device it raises ``NotImplementedError``, which ``load_package`` takes for a package of an
-older format: it warns "Loading outdated pt2 file" and loads it another way. For a device the
+device, ``get_interface_for_device`` raises ``NotImplementedError``, a RuntimeError, which
+torch 2.13-2.15's ``package.load_package`` takes for a package of an older format: it warns
+"Loading outdated pt2 file" and loads it another way. For a device the
 package serves, what can be said without the interface is said instead (the platform, the
 machine, the CPU's vector ISA); every other device gets torch's answer, or torch's error.
 """
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from types import ModuleType
 
 from .._lookup.device_types import normalize_device_type
-from .serve import is_served
+from .installation import is_served
 
 FUNCTION = "get_device_information"
 #: What only the device's interface can say.
@@ -42,6 +43,8 @@ def _without_interface(
         except NotImplementedError:
             if not is_served(normalize_device_type(device_type)):
                 raise
+        # torch's own answer for cpu: the same platform, machine and ISA fields, computed by
+        # the function a backend may have wrapped, then without the interface's fields.
         information = get_device_information("cpu")
         for key in _INTERFACE_KEYS:
             information.pop(key, None)

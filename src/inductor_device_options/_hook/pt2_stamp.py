@@ -19,6 +19,7 @@ Loaded where another SDK lives, it would run silently with the build machine's c
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import os
@@ -32,8 +33,8 @@ from typing import Any
 from .._errors import SdkMismatchError
 from .._lookup.device_types import normalize_device_type
 from .device_identity import device_identity
+from .installation import is_served
 from .pt2_libraries import load_device_libraries, not_found_error
-from .serve import is_served
 
 #: The metadata key of the stamp; its value is ``"<device type>=<SDK identity>"``.
 STAMP_KEY = "INDUCTOR_DEVICE_OPTIONS_SDK_IDENTITY"
@@ -62,12 +63,15 @@ def _stamping(compile_: Callable[..., Any]) -> Callable[..., Any]:
             return compile_(cls, *args, **kwargs)
         from torch._inductor import config
 
-        # A copy: the user's metadata dict is left as it was given.
+        # A copy: the user's metadata dict is left as it was given (torch 2.6-2.15's
+        # AotCodeCompiler.compile adds AOTI_DEVICE_KEY to config.aot_inductor.metadata in place,
+        # then writes it into the package's <wrapper>_metadata.json).
         metadata = {**config.aot_inductor.metadata, STAMP_KEY: stamp}
         with config.patch({"aot_inductor.metadata": metadata}):
             return compile_(cls, *args, **kwargs)
 
-    compile.__wrapped__ = compile_  # type: ignore[attr-defined]
+    # Sets __wrapped__ alone: the name and the doc stay the wrapper's.
+    functools.update_wrapper(compile, compile_, assigned=(), updated=())
     setattr(compile, _MARK, True)
     return compile
 
@@ -91,6 +95,9 @@ def install_loader_check(module: ModuleType | None = None) -> None:
     if getattr(loader, _MARK, False):
         return
 
+    # A subclass put in the C module's place: torch 2.6-2.15's loaders (package.load_package,
+    # pt2_archive._package.load_pt2) look it up as torch._C._aoti.AOTIModelPackageLoader at
+    # each call, and pass (path, model_name, ...).
     class AOTIModelPackageLoader(loader):  # type: ignore[misc, valid-type]
         __doc__ = loader.__doc__
 
@@ -99,6 +106,7 @@ def install_loader_check(module: ModuleType | None = None) -> None:
             device_type = prepare_package(os.fspath(path), str(model_name))
             try:
                 super().__init__(path, *args, **kwargs)
+            # The C++ loader raises RuntimeError (dlopen's message) for a missing library.
             except RuntimeError as error:
                 if device_type is None:
                     raise
@@ -116,9 +124,13 @@ def package_stamp(path: str, model_name: str = "model") -> tuple[str, str] | Non
     """(device type, SDK identity) stamped in the package at ``path`` for ``model_name``,
     read from the archive without opening the model; None where there is no stamp (or
     ``path`` is not a readable archive: torch's loader then says why)."""
+    # Where torch 2.6-2.15 put it: AOTINDUCTOR_DIR ("data/aotinductor/") / model name /
+    # "<wrapper>_metadata.json" (AotCodeCompiler.compile writes it beside the wrapper), below
+    # whatever top directory the archive has.
     pattern = re.compile(rf"(^|/)data/aotinductor/{re.escape(model_name)}/[^/]+_metadata\.json$")
     try:
-        if os.path.isdir(path):  # torch 2.15 loads an extracted package too
+        # torch 2.15's package.load_package loads an extracted package directory too.
+        if os.path.isdir(path):
             metadata = _metadata_in_dir(path, pattern)
         else:
             with zipfile.ZipFile(path) as archive:

@@ -39,6 +39,7 @@ def install(cpp_builder: ModuleType) -> None:
     torch_init = getattr(options_class, "__dict__", {}).get("__init__")
     if torch_init is None or getattr(torch_init, _MARK, False):
         return
+    # torch 2.6-2.15: __init__(self, vec_isa, include_pytorch, device_type="cuda", ...).
     device_type_at = _device_type_argument(torch_init)
     if device_type_at is None:  # a torch that builds device options some other way
         return
@@ -56,6 +57,7 @@ def install(cpp_builder: ModuleType) -> None:
 
         removed = removed_cflags(device_type)  # checks the attribute: raises before any g++
         if removed:
+            # BuildOptionsBase's private list, which get_cflags() returns (torch 2.6-2.15).
             self._cflags = [flag for flag in self._cflags if flag not in removed]
 
     options_class.__init__ = _marked(__init__, torch_init)  # type: ignore[misc]

@@ -144,6 +144,8 @@ def _shim_device(node: Any, wrapper: Any) -> str | None:
     """The device type in the shim name torch will write for ``node``."""
     from torch._inductor.virtualized import V
 
+    # torch 2.13-2.15's FallbackKernel.codegen passes the kernel's device to
+    # get_c_shim_func_name; 2.6's reads the wrapper's ``self.device``.
     if _names_by_kernel_device():
         device = node.get_device()
         if device is not None:
@@ -154,7 +156,7 @@ def _shim_device(node: Any, wrapper: Any) -> str | None:
     return device_type if isinstance(device_type, str) else None
 
 
-@functools.cache
+@_state.cached(1)
 def _names_by_kernel_device() -> bool:
     """Whether ``get_c_shim_func_name`` takes the device (2.13, 2.15) rather than reading
     the wrapper's (2.6)."""
@@ -176,14 +178,14 @@ def _arguments_device(ir: ModuleType, args: Any, kwargs: Any) -> str | None:
     return None
 
 
-class _ListedDict(dict):  # type: ignore[type-arg]
+class _ListedDict(dict[object, object]):
     """torch 2.13's and 2.15's list, with this thread's added ops."""
 
     def __contains__(self, op: object) -> bool:
         return dict.__contains__(self, op) or op in _state.this_thread.shim_ops_listed
 
 
-class _ListedSet(set):  # type: ignore[type-arg]
+class _ListedSet(set[object]):
     """torch 2.6's list, with this thread's added ops."""
 
     def __contains__(self, op: object) -> bool:
@@ -204,6 +206,8 @@ def _current_list() -> Any:
     import importlib
 
     current = importlib.import_module(FALLBACK_OPS_MODULE).__dict__.get(FALLBACK_OPS, ())
+    # While another thread's call holds the copy, torch's own entries are the original's:
+    # an op another thread added must not count as listed by torch here.
     return _Swap.original if current is _Swap.listed and _Swap.calls else current
 
 
@@ -224,6 +228,8 @@ def _enter() -> None:
     import importlib
 
     module = importlib.import_module(FALLBACK_OPS_MODULE)
+    # One copy for every call under way (any thread, nested calls included): the first
+    # call puts it in, the last takes it out (_leave), so torch never sees two copies.
     with _Swap.lock:
         _Swap.calls += 1
         if _Swap.calls > 1:
@@ -247,6 +253,7 @@ def _leave() -> None:
         _Swap.calls -= 1
         if _Swap.calls:
             return
+        # Put back only if still ours: a backend that assigned its own list meanwhile keeps it.
         if _Swap.listed is not None and module.__dict__.get(FALLBACK_OPS) is _Swap.listed:
             module.__dict__[FALLBACK_OPS] = _Swap.original
         _Swap.original = _Swap.listed = None

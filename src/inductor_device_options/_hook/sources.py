@@ -1,45 +1,32 @@
-"""The sources this process knows, for people and tools: a device's source found once (the
-package's own record, its provider with it, and the record shown without it), and every
-device known. ``introspection`` hands these out; ``list``, ``show`` and ``doctor`` use them.
-No lookup imports this module.
+"""The sources this process knows, for people and tools: a device's source found once (what
+people see, whether the package serves the device, its provider), and every device known.
+``introspection`` hands these out; ``list``, ``show`` and ``doctor`` use them. No lookup
+imports this module.
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
-from typing import NamedTuple
 
 from .. import _state
 from .._lookup import registry as _registry
 from .._lookup.device_types import RESERVED_DEVICE_TYPES
 from .._lookup.entry_points import declared_entry_points
 from .._lookup.interfaces import interface_description
-from .._lookup.registry import DeviceOptionsSource
+from .._source import DeviceOptionsSource, FoundSource
 from .._torch_names import CPP_BUILDER
-from .serve import (
-    current_installation,
-    interface_answering,
-    native_dispatcher,
-    source_of,
-    torch_registry,
-)
-
-
-class FoundSource(NamedTuple):
-    """A normalized device's source, found once: ``shown``, the record people and tools see
-    (without a provider), and ``served``, the package's own record (the provider with it, an
-    entry point's once its module is imported), or None: the package does not serve it."""
-
-    shown: DeviceOptionsSource
-    served: DeviceOptionsSource | None
+from .installation import current_installation, interface_answering, native_dispatcher, source_of
+from .serve import torch_registry
 
 
 def found_source(device_type: str) -> FoundSource:
     """A normalized device's source, in lookup order, without calling or importing any
-    provider."""
+    provider: the package's own, or, where it does not serve the device, what serves it below
+    the package."""
     served = source_of(device_type)
-    return FoundSource(shown_source(device_type, served), served)
+    return (
+        served if served is not None else FoundSource(_unserved_source(device_type), served=False)
+    )
 
 
 def registered_device_types() -> list[str]:
@@ -75,21 +62,13 @@ def known_device_types() -> list[str]:
     return sorted(names)
 
 
-def shown_source(device_type: str, served: DeviceOptionsSource | None) -> DeviceOptionsSource:
-    """The record shown for a normalized device the package serves from ``served`` (found
-    by ``source_of``), or, where ``served`` is None, for what serves it below the package."""
-    if served is not None:
-        description = served.description
-        if served.fallback:
-            description += (
-                "; bundled: it gives way to a registration, another distribution's entry point "
-                "or the device's DeviceInterface"
-            )
-        return replace(served, description=description, provider=None)
+def _unserved_source(device_type: str) -> DeviceOptionsSource:
+    """The source of a normalized device the package does not serve: what serves it below
+    the package."""
     interface = interface_answering(device_type)
     installation = current_installation()
     adopted = installation.chain.adopted() if installation is not None else ()
-    # The interface is asked at the bottom, inside (or around) stock torch's function: a
+    # The interface is asked at the bottom, inside (or around) torch's own function: a
     # replacement adopted above it answers instead, as it would on torch 2.15.
     replacements = [function for function in adopted if function.behaviour == "replacement"]
     if interface is not None and not replacements:

@@ -4,6 +4,7 @@ provides, and which it leaves out (``list``, ``show`` and ``doctor`` print them)
 from __future__ import annotations
 
 import sys
+from types import FunctionType
 from typing import Literal, NamedTuple
 
 from .._lookup.registry import describe_callable
@@ -19,7 +20,7 @@ from .._torch_names import (
     NATIVE_BACKEND_INIT_FLAG,
 )
 from .backports import BACKPORT_MARK
-from .serve import current_installation
+from .installation import current_installation
 
 HookStatus = Literal["native", "provided", "left out"]
 
@@ -65,6 +66,8 @@ def torch_hooks() -> list[TorchHook]:
     # a function written past the package there stays, for doctor's checks to report.
     install_imported(name for name in INSTALLERS if name not in (CPP_BUILDER, CODECACHE))
     version = torch.__version__
+    # Each hook is "native" where the running torch has 2.15's method or name (hasattr on
+    # torch's base classes, or the name in torch's module), whatever the release number.
     return [
         _cpp_device_options(hasattr(DeviceInterface, "get_cpp_device_options"), version),
         _aten_device_type(cpp_utils.__dict__),
@@ -109,11 +112,17 @@ def _uses_gpu_cpp_wrapper(overrides: type, lowering: type) -> TorchHook:
     method = lowering.__dict__.get(CODEGEN_WITH_CPP_WRAPPER)
     if getattr(method, BACKPORT_MARK, False):
         return TorchHook(USES_GPU_CPP_WRAPPER, "provided", provided)
+    # Not torch's own method (a backend replaced it, as before 2.15 backends did): the
+    # backport recompiles torch's source only, and leaves a replacement alone.
     if getattr(method, "__module__", None) != "torch._inductor.graph":
         reason = (
             f"GraphLowering.codegen_with_cpp_wrapper is {describe_callable(method)}, not torch's"
         )
-    elif recompiled(method, sys.modules["torch._inductor.graph"]) is None:  # type: ignore[arg-type]
+    # As install does: torch's method recompiled, where it is a function.
+    elif (
+        not isinstance(method, FunctionType)
+        or recompiled(method, sys.modules["torch._inductor.graph"]) is None
+    ):
         reason = "its cuda/xpu list is not found in GraphLowering.codegen_with_cpp_wrapper"
     else:  # installed at a compile's start once the process has such overrides
         return TorchHook(USES_GPU_CPP_WRAPPER, "provided", provided)
@@ -147,6 +156,8 @@ def _gpu_devices(interface: type, utils: dict[str, object]) -> list[TorchHook]:
 def _multi_processor_count(interface: type, properties: type) -> TorchHook:
     if hasattr(interface, "get_multi_processor_count"):
         return TorchHook(GET_MULTI_PROCESSOR_COUNT, "native", "DeviceProperties.create asks it")
+    # The classmethod's function (torch 2.6-2.14 cache it with functools): the backport's
+    # carries the mark.
     if getattr(properties.__dict__["create"].__func__, BACKPORT_MARK, False):
         return TorchHook(
             GET_MULTI_PROCESSOR_COUNT,

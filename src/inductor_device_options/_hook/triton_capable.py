@@ -12,10 +12,10 @@ name get the backport too.
 
 from __future__ import annotations
 
-import functools
 from types import ModuleType
 
-from .._lookup.interfaces import defines, out_of_tree_interfaces
+from .. import _state
+from .._lookup.interfaces import as_torch_2_15, defines, out_of_tree_interfaces
 from .._torch_names import HAS_TRITON
 from .backports import BACKPORT_MARK
 from .install import calls, rebind
@@ -31,7 +31,9 @@ def install(triton_utils: ModuleType) -> None:
     if getattr(torch_has_triton, BACKPORT_MARK, False) or calls(torch_has_triton, NATIVE_CALL):
         return
 
-    @functools.cache
+    # Kept by the package's reset, as torch's own answer is: torch caches has_triton for the
+    # process, and its callers clear it with ``has_triton.cache_clear()``, which clears both.
+    @_state.cached(1, kept="torch's has_triton's, cleared with it")
     def has_triton() -> bool:
         return bool(torch_has_triton()) or _capable_interface(triton_utils)
 
@@ -55,13 +57,16 @@ def _capable_interface(triton_utils: ModuleType) -> bool:
     from torch._dynamo import exc
     from torch._inductor import config
 
+    # 2.13-2.15's config switch, which 2.15's has_triton obeys; 2.6 has none.
     if getattr(config, "triton_disable_device_detection", False):
         return False
+    # 2.15's has_triton skips an interface raising it; any other error propagates.
     unavailable = getattr(exc, "TritonUnavailableError", None)  # torch 2.15's
     for _, interface in out_of_tree_interfaces():
         if not defines(interface, HOOK):
             continue
-        if not (interface.is_available() and interface.is_triton_capable()):  # type: ignore[attr-defined]
+        asked = as_torch_2_15(interface)
+        if not (asked.is_available() and asked.is_triton_capable()):
             continue
         check = getattr(interface, "raise_if_triton_unavailable", None)  # torch 2.6 has none
         try:

@@ -32,7 +32,10 @@ class CompileWorkerPickler(SubprocPickler):
 
 
 def install(module: ModuleType) -> None:
-    """Give ``SubprocPool``s made without a pickler this module's (once)."""
+    """Give ``SubprocPool``s made without a pickler this module's (once).
+
+    torch 2.13-2.15's ``subproc_pool.SubprocPool.__init__(nprocs, pickler=None, ...)`` starts
+    the sidecar with ``--pickler=<module>.<class>`` of ``pickler or SubprocPickler()``."""
     pool = module.SubprocPool
     torch_init = pool.__init__
     if getattr(torch_init, BACKPORT_MARK, False):
@@ -50,7 +53,12 @@ def install(module: ModuleType) -> None:
 
 def _sidecar_finds_the_package() -> bool:
     """Whether the sidecar runs this Python on this process's ``sys.path`` (torch passes it as
-    PYTHONPATH), where this module is found."""
+    PYTHONPATH), where this module is found.
+
+    torch 2.13-2.15's ``SubprocPool.__init__`` runs ``find_compile_subproc_binary()`` instead
+    of ``sys.executable`` when it names one, and ``utils.python_subprocess_env`` sets
+    PYTHONPATH from ``$TORCH_CUSTOM_PYTHONPATH`` over ``sys.path``. The getattr: a torch
+    without that function runs ``sys.executable``."""
     from torch import _utils_internal
 
     find_binary = getattr(_utils_internal, "find_compile_subproc_binary", None)

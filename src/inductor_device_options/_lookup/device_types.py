@@ -83,7 +83,7 @@ def cpu_labelled_builds_fix(name: str) -> str:
     CPU build asks for it, so extending it would change the builds of every CPU graph."""
     if name != "cpu":
         return ""
-    device = _privateuse1_name() or "DEVICE"
+    device = _privateuse1_name() or "DEVICE"  # a placeholder where no backend renamed it
     return (
         ". If your backend's cpp_wrapper builds ask for 'cpu', its C++ wrapper codegen (a "
         "CppWrapperCpu subclass) does not report its device: set "
@@ -95,6 +95,7 @@ def cpu_labelled_builds_fix(name: str) -> str:
 
 def _privateuse1_name() -> str | None:
     """The name the PrivateUse1 backend took, where torch is imported and it was renamed."""
+    # torch._C._get_privateuse1_backend_name: "privateuseone" until a backend renames it.
     torch = sys.modules.get("torch")
     get_name = getattr(getattr(torch, "_C", None), "_get_privateuse1_backend_name", None)
     if get_name is None:

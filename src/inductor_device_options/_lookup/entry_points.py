@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from .. import _state
 from .._errors import InvalidProviderError, ProviderLoadError
+from .._source import DeviceOptionsSource, FoundSource
 from .device_types import DEVICE_NAME, refusal
-from .registry import ENTRY_POINT_GROUP, DeviceOptionsSource
+from .registry import ENTRY_POINT_GROUP
 
 if TYPE_CHECKING:
     from importlib import metadata
@@ -86,9 +87,14 @@ def declaration_conflicts() -> list[DeclarationConflict]:
     return [conflicts[name] for name in sorted(conflicts)]
 
 
+#: The declarations, read once per process (and again after ``_state.reset``).
+_declarations: _state.BoundedCache[str, Declarations] = _state.cache(1)
+
+
 def _read_declarations() -> Declarations:
-    if _state.declarations:
-        return _state.declarations[0]  # type: ignore[no-any-return]
+    read = _declarations.get(ENTRY_POINT_GROUP)
+    if read is not None:
+        return read
     from importlib import metadata  # ~5 ms: only when a lookup needs it
 
     # Read outside the lock: never hold it across an import (see own_source).
@@ -109,9 +115,10 @@ def _read_declarations() -> Declarations:
         if len(ordered) > 1:
             conflicts[name] = DeclarationConflict(name, ordered[0], tuple(ordered[1:]), reason)
     with _state.lock:
-        if not _state.declarations:
-            _state.declarations.append(Declarations(chosen, invalid, conflicts))
-        return _state.declarations[0]  # type: ignore[no-any-return]
+        read = _declarations.get(ENTRY_POINT_GROUP)
+        if read is None:
+            read = _declarations.put(ENTRY_POINT_GROUP, Declarations(chosen, invalid, conflicts))
+        return read
 
 
 def _preferences(value: str) -> dict[str, str]:
@@ -133,6 +140,8 @@ def _ordered(
 ) -> tuple[list[metadata.EntryPoint], str]:
     """The declarations of one device, the one that serves it first, and why it does."""
 
+    # False sorts first: a backend's own declaration before the bundled fallback, then by
+    # distribution name and value, so every process picks the same one.
     def key(entry_point: metadata.EntryPoint) -> tuple[bool, str, str]:
         return (is_bundled(entry_point), _distribution_name(entry_point), entry_point.value)
 
@@ -165,6 +174,7 @@ def is_bundled(entry_point: metadata.EntryPoint) -> bool:
     """Whether ``entry_point`` is declared by this package itself (a fallback provider)."""
     if entry_point.dist is not None:
         return _distribution_name(entry_point) == BUNDLED_DISTRIBUTION
+    # An EntryPoint made by hand (tests, tools) has no distribution: its module says.
     return entry_point.value.startswith("inductor_device_options.")
 
 
@@ -187,7 +197,7 @@ def describe_entry_point(entry_point: metadata.EntryPoint) -> str:
     )
 
 
-def load_declared(device_type: str) -> DeviceOptionsSource | None:
+def load_declared(device_type: str) -> FoundSource | None:
     """The provider a distribution declares for a normalized device type, loaded (its
     module imported, without holding the lock: it may register at import), or None."""
     entry_point = declared_entry_points().get(device_type)
@@ -215,19 +225,17 @@ def load_declared(device_type: str) -> DeviceOptionsSource | None:
         )
     with _state.lock:
         # A registration made meanwhile (by that import, say) comes first, as always.
-        registered: DeviceOptionsSource | None = _state.registered.get(device_type)
+        registered = _state.registered.get(device_type)
         if registered is not None:
             return registered
-        loaded = DeviceOptionsSource(
-            device_type, "entry point", description, True, is_bundled(entry_point), callback
+        source = DeviceOptionsSource(
+            device_type, "entry point", description, True, is_bundled(entry_point)
         )
-        return _state.loaded.setdefault(device_type, loaded)  # type: ignore[no-any-return]
+        return _state.loaded.setdefault(device_type, FoundSource(source, provider=callback))
 
 
-def own_source(device_type: str) -> DeviceOptionsSource | None:
+def own_source(device_type: str) -> FoundSource | None:
     """The package's own source for a normalized device type, with its provider: its
     registration, else the entry point declared for it, loaded."""
-    found: DeviceOptionsSource | None = _state.registered.get(device_type) or _state.loaded.get(
-        device_type
-    )
+    found = _state.registered.get(device_type) or _state.loaded.get(device_type)
     return found if found is not None else load_declared(device_type)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import sys
 from collections.abc import Iterator
+from typing import Protocol, cast
 
 from .registry import describe_callable
 
@@ -25,7 +26,7 @@ def interface_defining_cpp_options(device_type: str) -> type | None:
 
     try:
         interface = device_interface.get_interface_for_device(device_type)
-    except NotImplementedError:
+    except NotImplementedError:  # torch 2.6-2.15: "No interface for device ..."
         return None
     return interface if defines(interface, "get_cpp_device_options") else None
 
@@ -35,8 +36,29 @@ def defines(interface: type, method: str) -> bool:
     ``DeviceInterface`` (which torch 2.15 gives every hook, with its default answer)."""
     from torch._dynamo.device_interface import DeviceInterface
 
+    # getattr_static: descriptors as defined, comparable by identity (bound ones are new).
     own = inspect.getattr_static(interface, method, None)
     return own is not None and own is not inspect.getattr_static(DeviceInterface, method, None)
+
+
+class Torch215Interface(Protocol):
+    """A device's ``DeviceInterface`` as torch 2.15 declares it: the hooks the backports
+    ask. torch 2.6 to 2.14's class (and the stubs of the running torch) has none of
+    ``get_cpp_device_options``, ``is_gpu`` or ``exposes_streams``."""
+
+    Stream: type
+
+    def is_available(self) -> bool: ...
+    def is_triton_capable(self) -> bool: ...
+    def is_gpu(self) -> bool: ...
+    def exposes_streams(self) -> bool: ...
+    def get_cpp_device_options(self, aot_mode: bool, compile_only: bool) -> object: ...
+
+
+def as_torch_2_15(interface: type) -> Torch215Interface:
+    """``interface``, its hooks typed as torch 2.15's: ask one only where :func:`defines`
+    found the interface's own (the running torch's base class may lack it)."""
+    return cast(Torch215Interface, interface)
 
 
 def out_of_tree_interface_registered(method: str | None = None) -> bool:
@@ -58,6 +80,7 @@ def out_of_tree_interfaces() -> Iterator[tuple[str, type]]:
     (``init_device_reg``), which torch does lazily: when it does is unchanged."""
     from torch._dynamo import device_interface
 
+    # torch 2.6-2.15's dict itself: get_registered_device_interfaces() runs init_device_reg().
     for name, interface in list(device_interface.device_interfaces.items()):
         if ":" not in name and interface.__module__ != _TORCH_INTERFACES:
             yield name, interface

@@ -164,6 +164,7 @@ def _string_set(
 def shim_name(device_type: str, op: str) -> str:
     """The C shim torch names for ``op`` (``aten.<op>.<overload>``) on the device:
     ``aoti_torch_<device>_<op>`` for ``.default``, ``aoti_torch_<device>_<op>_<overload>``."""
+    # As torch 2.6-2.15's CppWrapperCpu.get_c_shim_func_name names at::_ops::<op>::call.
     match = SHIM_OP.fullmatch(op)
     assert match is not None, op
     name, overload = match.groups()
@@ -248,12 +249,12 @@ def runner_factory_of(
     provider: object, device_type: str, description: str
 ) -> Callable[[str, str], Any] | None:
     """The provider's ``aoti_runner``, or None where it has none."""
-    factory = getattr(provider, RUNNER_ATTRIBUTE, None)
+    factory: object = getattr(provider, RUNNER_ATTRIBUTE, None)
     if factory is None:
         return None
     if not callable(factory):
         raise _not_callable(RUNNER_ATTRIBUTE, device_type, description, factory)
-    return factory  # type: ignore[no-any-return]
+    return factory
 
 
 def runner_of(

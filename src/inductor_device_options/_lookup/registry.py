@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Literal
 
 from .. import _state
 from .._errors import InvalidProviderError
+from .._source import CppDeviceOptionsCallback, DeviceOptionsSource, FoundSource
 from .device_types import (
     RESERVED_DEVICE_TYPES,
     cpu_labelled_builds_fix,
@@ -32,49 +31,6 @@ ENTRY_POINT_GROUP = "inductor_device_options"
 #: ``device[,device...]``: devices served through torch's own doors that get this
 #: package's guarantees (see :func:`guarantee_cpp_device_options`), in every process.
 GUARANTEE_ENV = "INDUCTOR_DEVICE_OPTIONS_GUARANTEE"
-
-#: The provider contract: ``callback(device_type, aot_mode, compile_only)`` returns the
-#: seven lists (a :class:`CppDeviceOptions`, or a tuple or list of seven lists of ``str``).
-CppDeviceOptionsCallback = Callable[[str, bool, bool], Any]
-
-
-SourceKind = Literal[
-    "registration", "cpp_builder registration", "entry point", "device interface", "torch"
-]
-
-
-@dataclass(frozen=True)
-class DeviceOptionsSource:
-    """Where a device's options come from, in lookup order.
-
-    ``kind``: ``"registration"`` (this package's), ``"cpp_builder registration"``
-    (``torch._inductor.cpp_builder.register_cpp_device_options``), ``"entry point"``,
-    ``"device interface"`` (``DeviceInterface.get_cpp_device_options``) or ``"torch"`` (the
-    function below the package: stock torch or a replacement). ``description``: where to
-    find it in the code. ``guaranteed``: the options get this package's guarantees
-    (validation, custom_op_libs, real paths, SDK identity). ``fallback``: a provider bundled
-    with this package, which gives way to the function below when it cannot compute them.
-
-    The package keeps the provider itself in the record it serves from (an entry point's
-    once its module is imported); :mod:`~inductor_device_options.introspection` hands out
-    records without it.
-
-    Example:
-        >>> import inductor_device_options as ido
-        >>> source = ido.introspection.device_options_source("npu")  # the Ascend provider, bundled
-        >>> source.kind, source.guaranteed, source.fallback
-        ('entry point', True, True)
-    """
-
-    device_type: str
-    kind: SourceKind
-    description: str
-    guaranteed: bool = False
-    fallback: bool = False
-    provider: CppDeviceOptionsCallback | None = field(default=None, repr=False, compare=False)
-
-
-DeviceOptionsSource.__module__ = "inductor_device_options.introspection"  # where users find it
 
 
 def describe_callable(callback: object) -> str:
@@ -159,7 +115,7 @@ def _same_callable(first: object, second: object) -> bool:
     )
 
 
-def _put(registration: DeviceOptionsSource) -> DeviceOptionsSource | None:
+def _put(registration: FoundSource) -> FoundSource | None:
     with _state.lock:
         previous = _state.registered.get(registration.device_type)
         _state.registered[registration.device_type] = registration
@@ -168,9 +124,7 @@ def _put(registration: DeviceOptionsSource) -> DeviceOptionsSource | None:
     return previous
 
 
-def _checked_registration(
-    device_type: str, callback: CppDeviceOptionsCallback
-) -> DeviceOptionsSource:
+def _checked_registration(device_type: str, callback: CppDeviceOptionsCallback) -> FoundSource:
     name = normalize_device_type(device_type)
     refused = refusal(name)
     if refused is not None:
@@ -197,8 +151,9 @@ def _checked_registration(
             device_type=name,
             description=repr(callback),
         )
-    return DeviceOptionsSource(
-        name, "registration", describe_callable(callback), True, provider=callback
+    return FoundSource(
+        DeviceOptionsSource(name, "registration", describe_callable(callback), True),
+        provider=callback,
     )
 
 
@@ -269,9 +224,9 @@ def registered_cpp_device_options(
                 _state.registered[registration.device_type] = previous
 
 
-def registration(device_type: str) -> DeviceOptionsSource | None:
-    with _state.lock:
-        return _state.registered.get(device_type)
+def registration(device_type: str) -> FoundSource | None:
+    # One dict read, atomic: every lookup of a served device makes it, without the lock.
+    return _state.registered.get(device_type)
 
 
 # --- the opt-in to the package's guarantees for torch's doors -----------------------------

@@ -15,7 +15,7 @@ Sources, in lookup order (the first that has the device serves it):
 
 The package's own door (1, 3, 5) gets its guarantees: what the provider returns goes
 through the validation pipeline (``options.pipeline``: validated, with
-``config.aot_inductor.custom_op_libs`` as stock torch gives them, made fresh). torch's doors
+``config.aot_inductor.custom_op_libs`` as torch itself gives them, made fresh). torch's doors
 (2, 4) give exactly what the callback returns, as torch defines them, unless the device is
 guaranteed. Nothing here touches ``cpp_builder``: ``hook`` does, and hands torch's registry
 in.
@@ -34,16 +34,20 @@ from .._errors import (
     add_note,
 )
 from .._options.pipeline import finished
+from .._source import CppDeviceOptionsCallback, DeviceOptionsSource, FoundSource
 from . import registry as _registry
 from .device_types import RESERVED_DEVICE_TYPES
 from .interfaces import interface_defining_cpp_options, interface_description
 from .provider_attributes import own_identity_of
-from .registry import CppDeviceOptionsCallback, DeviceOptionsSource
 
 if TYPE_CHECKING:
     from importlib import metadata
 
-Thunk = Callable[[], Any]
+    from .._options.model import CppDeviceOptions
+
+#: The answer below, asked for when needed: what the device gets below the package's
+#: sources (the function below's answer, computed at the first call).
+AnswerBelow = Callable[[], Any]
 
 
 def find_source(
@@ -52,7 +56,7 @@ def find_source(
     *,
     serve_interfaces: bool,
     own_dispatcher: object = None,
-) -> DeviceOptionsSource | None:
+) -> FoundSource | None:
     """The source that serves a normalized device, in lookup order, or None; found without
     loading it (an entry point not yet imported has no provider yet: :func:`loaded`).
 
@@ -66,13 +70,14 @@ def find_source(
         return registration
     callback = torch_registry.get(device_type) if torch_registry is not None else None
     if callback is not None and callback is not own_dispatcher:
-        return DeviceOptionsSource(
+        source = DeviceOptionsSource(
             device_type,
             "cpp_builder registration",
             _registry.describe_callable(callback),
             _registry.is_guaranteed(device_type),
-            provider=callback,  # type: ignore[arg-type]
         )
+        # torch's registry holds what its register_cpp_device_options took: a callback.
+        return FoundSource(source, provider=callback)  # type: ignore[arg-type]
     from .entry_points import declared_entry_points, is_bundled  # only past registrations
 
     entry_point = declared_entry_points().get(device_type)
@@ -82,11 +87,11 @@ def find_source(
     if interface is not None:
         if serve_interfaces and _registry.is_guaranteed(device_type):
             method = interface.get_cpp_device_options  # type: ignore[attr-defined]
-            return DeviceOptionsSource(
-                device_type,
-                "device interface",
-                interface_description(interface),
-                True,
+            source = DeviceOptionsSource(
+                device_type, "device interface", interface_description(interface), True
+            )
+            return FoundSource(
+                source,
                 provider=lambda _device, aot_mode, compile_only: method(aot_mode, compile_only),
             )
         return None  # the backend answers through its interface, which torch asks
@@ -95,102 +100,135 @@ def find_source(
     return None
 
 
-def _declared(device_type: str, entry_point: metadata.EntryPoint) -> DeviceOptionsSource:
+def _declared(device_type: str, entry_point: metadata.EntryPoint) -> FoundSource:
     """A declared entry point's source: loaded already, or to be loaded by :func:`loaded`."""
     from .entry_points import describe_entry_point, is_bundled
 
-    loaded_already: DeviceOptionsSource | None = _state.loaded.get(device_type)
+    loaded_already = _state.loaded.get(device_type)
     if loaded_already is not None:
         return loaded_already
     description = describe_entry_point(entry_point)
-    return DeviceOptionsSource(
-        device_type, "entry point", description, True, is_bundled(entry_point)
+    return FoundSource(
+        DeviceOptionsSource(device_type, "entry point", description, True, is_bundled(entry_point))
     )
 
 
-def loaded(source: DeviceOptionsSource) -> DeviceOptionsSource:
-    """``source`` with its provider: a declared entry point's module imported (a provider
+def loaded(found: FoundSource) -> FoundSource:
+    """``found`` with its provider: a declared entry point's module imported (a provider
     that registered while it was imported serves instead, as a registration always does).
 
     Raises ``ProviderLoadError`` or ``InvalidProviderError`` when the entry point cannot be
     loaded."""
-    if source.provider is not None:
-        return source
+    if found.provider is not None or not found.served:
+        return found
     from .entry_points import own_source
 
-    return own_source(source.device_type) or source
+    return own_source(found.device_type) or found
+
+
+def serve_device(
+    device_type: str,
+    torch_registry: Mapping[str, object] | None,
+    aot_mode: bool,
+    compile_only: bool,
+    answer_below: AnswerBelow,
+    *,
+    serve_interfaces: bool = True,
+    own_dispatcher: object = None,
+    check: Callable[[FoundSource], None] | None = None,
+) -> CppDeviceOptions | object | None:
+    """What the package's sources give a normalized device, found in lookup order
+    (:func:`find_source`'s arguments) and served (:func:`serve`), or None: none serves it.
+    ``check(found)`` runs before the provider is loaded or called (torch 2.15's
+    ``cpp_stdlib=``, ``_hook/serve``)."""
+    found = find_source(
+        device_type,
+        torch_registry,
+        serve_interfaces=serve_interfaces,
+        own_dispatcher=own_dispatcher,
+    )
+    if found is None:
+        return None
+    if check is not None:
+        check(found)
+    return serve(found, aot_mode, compile_only, answer_below=answer_below)
 
 
 def serve(
-    source: DeviceOptionsSource | None,
+    found: FoundSource | None,
     aot_mode: bool,
     compile_only: bool,
     *,
-    answer_below: Thunk,
-) -> object | None:
-    """What ``source`` (found by :func:`find_source`) gives its device, or None when there
-    is none or it has no provider.
+    answer_below: AnswerBelow,
+) -> CppDeviceOptions | object | None:
+    """What ``found`` (by :func:`find_source`) gives its device, or None when there is none
+    or it has no provider.
 
     The package's own door gives a finished :class:`CppDeviceOptions` (shared: copy it);
     torch's doors give the callback's own result. ``answer_below()`` is what the device
-    gets below this package; a bundled provider that fails gives way to it, with a warning.
-    Raises ``ProviderRecursionError`` when the device's provider, directly or not, asks for
-    the options of that same device.
+    gets below this package: offered to the provider (``default_cpp_device_options``) while
+    it runs, and what a bundled provider that fails gives way to, with a warning. Raises
+    ``ProviderRecursionError`` when the device's provider, directly or not, asks for the
+    options of that same device.
     """
-    if source is None:
+    if found is None:
         return None
-    source = loaded(source)
-    if source.provider is None:
+    found = loaded(found)
+    provider = found.provider
+    if provider is None:
         return None
     # A provider that asks for its own device would otherwise recurse until RecursionError.
-    active = _state.this_thread.serving
-    device_type = source.device_type
-    if device_type in active:
-        raise _recursion_error(device_type, source.description)
-    active.add(device_type)
+    this_thread = _state.this_thread
+    device_type = found.device_type
+    if device_type in this_thread.serving:
+        raise _recursion_error(device_type, found.description)
+    this_thread.serving.add(device_type)
+    this_thread.offers.append((device_type, aot_mode, compile_only, _once(answer_below)))
     try:
-        return _served(source, device_type, aot_mode, compile_only, answer_below)
+        return _served(found.source, provider, aot_mode, compile_only, answer_below)
     finally:
-        active.discard(device_type)
+        this_thread.offers.pop()
+        this_thread.serving.discard(device_type)
+
+
+def _once(answer_below: AnswerBelow) -> AnswerBelow:
+    """``answer_below``, computed at the first call only (a provider may ask twice)."""
+    computed: list[object] = []
+
+    def once() -> object:
+        if not computed:
+            computed.append(answer_below())
+        return computed[0]
+
+    return once
 
 
 def _served(
     source: DeviceOptionsSource,
-    device_type: str,
+    provider: CppDeviceOptionsCallback,
     aot_mode: bool,
     compile_only: bool,
-    answer_below: Thunk,
-) -> object | None:
-    assert source.provider is not None
+    answer_below: AnswerBelow,
+) -> CppDeviceOptions | object | None:
+    device_type = source.device_type
     if source.kind == "cpp_builder registration" and device_type in RESERVED_DEVICE_TYPES:
         answer_below()  # torch's branches for its own devices run first, as in the design
     if not source.guaranteed:  # torch's door: exactly what it gives
         if source.kind == "device interface":
-            return _interface_options(source.provider, device_type, aot_mode, compile_only)
-        answer: object = source.provider(device_type, aot_mode, compile_only)
+            return _interface_options(provider, device_type, aot_mode, compile_only)
+        answer: object = provider(device_type, aot_mode, compile_only)
         return answer
-    if not source.fallback:
-        raw = _call_provider(source, device_type, aot_mode, compile_only)
-        return (
-            None
-            if raw is None and source.kind == "device interface"
-            else finished(
-                raw,
-                device_type,
-                source.description,
-                own_identity_of(source.provider, device_type, source.description),
-            )
-        )
     try:
-        return finished(
-            _call_provider(source, device_type, aot_mode, compile_only),
-            device_type,
-            source.description,
-            own_identity_of(source.provider, device_type, source.description),
-        )
+        raw = _call_provider(source, provider, aot_mode, compile_only)
+        if raw is None and source.kind == "device interface":
+            return None
+        own_identity = own_identity_of(provider, device_type, source.description)
+        return finished(raw, device_type, source.description, own_identity)
     except ProviderRecursionError:
         raise
     except Exception as error:
+        if not source.fallback:
+            raise
         return _fall_back(source, device_type, error, answer_below)
 
 
@@ -207,15 +245,15 @@ def _interface_options(
 
 
 def _fall_back(
-    source: DeviceOptionsSource, device_type: str, error: Exception, answer_below: Thunk
+    source: DeviceOptionsSource, device_type: str, error: Exception, answer_below: AnswerBelow
 ) -> object:
     """A bundled provider failed: the device gets what it gets without this package, unless
     that fails too (then the provider's error says what to do)."""
     try:
         fallback = answer_below()
-    except Exception as below:
-        add_note(error, f"and what {device_type!r} gets without it failed too: {below!r}")
-        raise error from below
+    except Exception as failed:
+        add_note(error, f"and what {device_type!r} gets without it failed too: {failed!r}")
+        raise error from failed
     warnings.warn(
         f"inductor-device-options: the bundled C++ options provider for {device_type!r} "
         f"({source.description}) cannot compute them ({type(error).__name__}: "
@@ -240,15 +278,18 @@ def _recursion_error(device_type: str, description: str) -> ProviderRecursionErr
 
 
 def _call_provider(
-    source: DeviceOptionsSource, device_type: str, aot_mode: bool, compile_only: bool
+    source: DeviceOptionsSource,
+    provider: CppDeviceOptionsCallback,
+    aot_mode: bool,
+    compile_only: bool,
 ) -> object:
     """Call a source of the package's own door: an error it raises says so (a note, and
     the attribute :func:`~inductor_device_options._errors.raised_by_provider` reads)."""
-    assert source.provider is not None
+    device_type = source.device_type
     try:
         if source.kind == "device interface":
-            return _interface_options(source.provider, device_type, aot_mode, compile_only)
-        return source.provider(device_type, aot_mode, compile_only)
+            return _interface_options(provider, device_type, aot_mode, compile_only)
+        return provider(device_type, aot_mode, compile_only)
     except ProviderRecursionError:
         raise  # its message names the provider already
     except Exception as error:

@@ -20,9 +20,9 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from .._errors import InvalidCppDeviceOptionsError
+from .._source import DeviceOptionsSource
 from .model import CppDeviceOptions
 
 #: An ldflag of this form, a dir after it, is a runpath (``runpath()``'s shape).
@@ -39,15 +39,6 @@ _UNREPRESENTABLE = (
     ("\r", "it would cut the CMake command"),
     ("\x00", "CMake files cannot hold NUL"),
 )
-
-
-class Served(NamedTuple):
-    """Who serves ``device_type``, and what of its options torch's defaults lack."""
-
-    device_type: str
-    kind: str  # the source's kind: "registration", "entry point", ...
-    description: str  # the provider, as a person finds it
-    own: CppDeviceOptions  # the device's values torch's defaults lack, in their order
 
 
 def own_options(served: CppDeviceOptions, defaults: CppDeviceOptions) -> CppDeviceOptions:
@@ -70,26 +61,26 @@ def device_of_project(text: str) -> str | None:
     return found.group(1) if found else None
 
 
-def argument(served: Served, field: str, value: str) -> str:
+def argument(source: DeviceOptionsSource, field: str, value: str) -> str:
     """``value`` as one quoted CMake argument; raises InvalidCppDeviceOptionsError, naming
-    the device and the provider, for a value CMake cannot carry."""
-    return f'"{_escaped(served, field, value)}"'
+    the device and ``source`` (its provider), for a value CMake cannot carry."""
+    return f'"{_escaped(source, field, value)}"'
 
 
-def _list_argument(served: Served, field: str, values: Sequence[str]) -> str:
+def _list_argument(source: DeviceOptionsSource, field: str, values: Sequence[str]) -> str:
     """``values`` as one quoted CMake list (a cache variable's default)."""
-    return '"' + ";".join(_escaped(served, field, value) for value in values) + '"'
+    return '"' + ";".join(_escaped(source, field, value) for value in values) + '"'
 
 
-def _escaped(served: Served, field: str, value: str) -> str:
+def _escaped(source: DeviceOptionsSource, field: str, value: str) -> str:
     for text, why in _UNREPRESENTABLE:
         if text in value:
             raise InvalidCppDeviceOptionsError(
-                f"device {served.device_type!r}: {field} value {value!r} (from "
-                f"{served.description}) cannot be written into the C++ project AOTInductor "
+                f"device {source.device_type!r}: {field} value {value!r} (from "
+                f"{source.description}) cannot be written into the C++ project AOTInductor "
                 f"writes (aot_inductor.package_cpp_only): it holds {text!r}, and {why}",
-                device_type=served.device_type,
-                description=served.description,
+                device_type=source.device_type,
+                description=source.description,
                 field=field,
                 value=value,
             )
@@ -101,73 +92,87 @@ def escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
 
 
-def _arguments(served: Served, field: str, values: Sequence[str], prefix: str = "") -> str:
-    return " ".join(argument(served, field, prefix + value) for value in values)
+def _arguments(
+    source: DeviceOptionsSource, field: str, values: Sequence[str], prefix: str = ""
+) -> str:
+    return " ".join(argument(source, field, prefix + value) for value in values)
 
 
-def compile_section(target: str, served: Served, *, standalone: bool) -> str:
-    """What the package appends to torch's compile commands for a device it serves: the
-    include dirs; in torch's standalone branch (``compile_standalone``, which writes none of
-    them), also the definitions, cflags and passthrough args."""
-    own = served.own
+def compile_section(
+    target: str, source: DeviceOptionsSource, own: CppDeviceOptions, *, standalone: bool
+) -> str:
+    """What the package appends to torch's compile commands for a device ``source`` serves
+    (``own``: the device's values torch's defaults lack, :func:`own_options`): the include
+    dirs; in torch's standalone branch (``compile_standalone``, which writes none of them),
+    also the definitions, cflags and passthrough args."""
     lines = [
         "",
         _SECTION.format(
-            device=served.device_type, kind=served.kind, description=served.description
+            device=source.device_type, kind=source.kind, description=source.description
         ),
         "# what torch's CMake leaves out of its options. The SDK's paths are cache variables:",
         "# on another machine, configure with that machine's (cmake -D<VARIABLE>=<dirs>).",
     ]
-    lines += _dirs_variable(target, served, "include_dirs", "INCLUDE_DIRS", "include")
+    lines += _dirs_variable(target, source, own.include_dirs, "include_dirs", "INCLUDE_DIRS")
     if standalone and own.definitions:
-        # torch renders "-D {value}": the words around the value are not the macro's.
+        # torch 2.6-2.15's CppBuilder renders "-D {value}": the spaces around the value are
+        # not the macro's.
         definitions = [value.strip() for value in own.definitions]
-        arguments = _arguments(served, "definitions", definitions)
+        arguments = _arguments(source, "definitions", definitions)
         lines.append(f"target_compile_definitions({target} PRIVATE {arguments})")
     if standalone and own.cflags:
-        arguments = _arguments(served, "cflags", own.cflags, prefix="-")
+        arguments = _arguments(source, "cflags", own.cflags, prefix="-")
         lines.append(f"target_compile_options({target} PRIVATE {arguments})")
     if standalone and own.passthrough_args:
         # SHELL: keeps each value's words together (CMake de-duplicates options otherwise).
         words = [f"SHELL:{shlex.join(shlex.split(value))}" for value in own.passthrough_args]
-        arguments = _arguments(served, "passthrough_args", words)
+        arguments = _arguments(source, "passthrough_args", words)
         lines.append(f"target_compile_options({target} PRIVATE {arguments})")
     return "\n".join(lines) + "\n\n"
 
 
 def link_section(
-    target: str, served: Served, ldflags: Sequence[str], libraries: Sequence[str]
+    target: str,
+    source: DeviceOptionsSource,
+    own: CppDeviceOptions,
+    ldflags: Sequence[str],
+    libraries: Sequence[str],
 ) -> str:
-    """torch's link commands for a device the package serves, rendered as g++ gets them
+    """torch's link commands for a device ``source`` serves, rendered as g++ gets them
     (``ldflags`` and ``libraries``: every one the build has), then the device's library
-    dirs and runpaths as cache variables."""
-    runpaths = _runpath_dirs(served.own.ldflags)
+    dirs and runpaths (``own``'s) as cache variables."""
+    # The device's runpaths are left out of the literal flags: the cache variable below
+    # writes them, so another machine moves them with one -D.
+    runpaths = _runpath_dirs(own.ldflags)
     flags = [flag for flag in ldflags if flag not in runpaths]
     lines = [
         "",
         "# Add linker flags",
-        f"target_link_options({target} PRIVATE {_arguments(served, 'ldflags', flags, '-')})",
+        f"target_link_options({target} PRIVATE {_arguments(source, 'ldflags', flags, '-')})",
         "",
         "# Add libraries",
-        f"target_link_libraries({target} PRIVATE {_libraries(served, libraries)})",
+        f"target_link_libraries({target} PRIVATE {_libraries(source, libraries)})",
         "",
-        f"# inductor-device-options: device {served.device_type!r}: its library dirs and runpaths.",
+        f"# inductor-device-options: device {source.device_type!r}: its library dirs and runpaths.",
     ]
-    lines += _dirs_variable(target, served, "libraries_dirs", "LIBRARY_DIRS", "link")
+    lines += _dirs_variable(target, source, own.libraries_dirs, "libraries_dirs", "LIBRARY_DIRS")
     if runpaths:
-        lines += _runpath_lines(target, served, list(runpaths.values()))
+        lines += _runpath_lines(target, source, own, list(runpaths.values()))
     return "\n".join(lines) + "\n"
 
 
-def _dirs_variable(target: str, served: Served, field: str, what: str, command: str) -> list[str]:
-    dirs: list[str] = getattr(served.own, field)
+def _dirs_variable(
+    target: str, source: DeviceOptionsSource, dirs: Sequence[str], field: str, what: str
+) -> list[str]:
+    """The cache variable ``what`` of the device's ``dirs`` (its ``field``), and the target
+    command that uses it."""
     if not dirs:
         return []
-    name = variable(served.device_type, what)
-    default = _list_argument(served, field, dirs)
-    kind = "include" if field == "include_dirs" else "library"
+    name = variable(source.device_type, what)
+    default = _list_argument(source, field, dirs)
+    kind, command = ("include", "include") if field == "include_dirs" else ("library", "link")
     return [
-        f"set({name} {default} CACHE STRING \"Device {served.device_type}: its SDK's {kind} "
+        f"set({name} {default} CACHE STRING \"Device {source.device_type}: its SDK's {kind} "
         'dirs (a ;-list)")',
         f"target_{command}_directories({target} PRIVATE ${{{name}}})",
     ]
@@ -182,18 +187,20 @@ def _runpath_dirs(ldflags: Sequence[str]) -> dict[str, str]:
     }
 
 
-def _runpath_lines(target: str, served: Served, dirs: list[str]) -> list[str]:
-    name = variable(served.device_type, "RUNPATH_DIRS")
-    library_dirs = variable(served.device_type, "LIBRARY_DIRS")
+def _runpath_lines(
+    target: str, source: DeviceOptionsSource, own: CppDeviceOptions, dirs: list[str]
+) -> list[str]:
+    name = variable(source.device_type, "RUNPATH_DIRS")
+    library_dirs = variable(source.device_type, "LIBRARY_DIRS")
     dirs_variable = f"_{name.lower()}"
     each = f"${{{dirs_variable}_dir}}"
     why = "g++ splits -Wl, at commas, the loader splits a runpath at ':' and expands '$'"
     # Empty, the default: the library dirs, as configured (a default taken from them would
     # stay in the cache when they are configured anew).
-    follows = dirs == list(served.own.libraries_dirs)
-    default = '""' if follows else _list_argument(served, "ldflags", dirs)
+    follows = dirs == list(own.libraries_dirs)
+    default = '""' if follows else _list_argument(source, "ldflags", dirs)
     lines = [
-        f'set({name} {default} CACHE STRING "Device {served.device_type}: the dirs the loader '
+        f'set({name} {default} CACHE STRING "Device {source.device_type}: the dirs the loader '
         "searches for its libraries (RUNPATH, a ;-list"
         + (f"; empty: {library_dirs})" if follows else ")")
         + '")',
@@ -217,9 +224,10 @@ def _runpath_lines(target: str, served: Served, dirs: list[str]) -> list[str]:
     ]
 
 
-def _libraries(served: Served, libraries: Sequence[str]) -> str:
-    # A name is a library (or torch's imported target); ":file" is ld's exact file name.
+def _libraries(source: DeviceOptionsSource, libraries: Sequence[str]) -> str:
+    # A name is a library (or torch's imported target); ":file" is ld's exact file name,
+    # which target_link_libraries would take for a target name, so it goes as "-l:file".
     return " ".join(
-        argument(served, "libraries", f"-l{name}" if name.startswith(":") else name)
+        argument(source, "libraries", f"-l{name}" if name.startswith(":") else name)
         for name in libraries
     )

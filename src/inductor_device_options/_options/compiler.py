@@ -64,9 +64,6 @@ class CompilerQuestion(NamedTuple):
     words: tuple[str, ...]
 
 
-_UNKNOWN = object()  # not in the cache (None is a value it holds)
-
-
 def needs_compiler(field: str, value: str) -> bool:
     """Whether only the compiler can tell if it takes ``value`` in ``field``."""
     if field == "definitions":
@@ -128,6 +125,8 @@ def _compiler() -> str:
     """The compiler Inductor runs (``$CXX``, or what torch picks)."""
     import torch._inductor.cpp_builder as cpp_builder  # imported already during a lookup
 
+    # torch 2.6-2.15's cpp_builder.get_cpp_compiler(): $CXX, else what torch finds (2.15
+    # takes an optional device_type, used on Windows only).
     compiler: str = cpp_builder.get_cpp_compiler()
     return compiler
 
@@ -138,6 +137,7 @@ def compiler_errors(
     """Each question whose arguments ``compiler`` rejects, with the compiler's own error."""
     if not asked:
         return []
+    # One compiler run for all of them (the usual answer: all taken); each alone only then.
     if _verdict(compiler, tuple(word for question in asked for word in question.words)) is None:
         return []
     rejected = []
@@ -151,9 +151,9 @@ def compiler_errors(
 def _verdict(compiler: str, words: tuple[str, ...]) -> str | None:
     """The compiler's error for ``words`` on an empty source, None if it takes them."""
     key = (compiler, words)
-    known = _verdicts.get(key, _UNKNOWN)
-    if known is not _UNKNOWN:
-        return known  # type: ignore[return-value]
+    known = _verdicts.get(key, _state.MISSING)
+    if known is not _state.MISSING:
+        return known
     verdict = _ask(compiler, words)
     _verdicts.put(key, verdict)
     return verdict

@@ -40,8 +40,6 @@ _Key = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], "str | None"]
 # clear it).
 _identities: _state.BoundedCache[_Key, str | None] = _state.cache(256, _state.PER_COMPILE)
 
-_UNKNOWN = object()  # not in the cache (None is a value it holds)
-
 
 def sdk_identity(
     include_dirs: list[str],
@@ -52,9 +50,9 @@ def sdk_identity(
     """The hex digest of the device's own headers and libraries (real paths expected) and
     of ``own``, the provider's identity; None when there is none of these."""
     key: _Key = (tuple(include_dirs), tuple(libraries_dirs), tuple(libraries), own)
-    known = _identities.get(key, _UNKNOWN)
-    if known is not _UNKNOWN:
-        return known  # type: ignore[return-value]
+    known = _identities.get(key, _state.MISSING)
+    if known is not _state.MISSING:
+        return known
     return _identities.put(key, _compute(include_dirs, libraries_dirs, libraries, own))
 
 

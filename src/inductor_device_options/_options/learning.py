@@ -25,7 +25,9 @@ _VALUE = "{value}"
 _PROBE = "inductor_device_options_probe"
 # Values that need quoting: a field renders them as one word only if torch quotes it.
 _NEED_QUOTING = ("inductor device options probe", "inductor_device_options's_\"probe\\")
-# Getter names: torch 2.6-2.9 spell two of them differently.
+# Getter names: torch 2.6-2.9 spell two of them differently (2.6's BuildOptionsBase has
+# get_definations and get_passthough_args, which CppBuilder.__init__ calls; 2.13's and 2.15's
+# get_definitions and get_passthrough_args). The probe class answers under both spellings.
 _GETTERS: dict[str, tuple[str, ...]] = {
     "definitions": ("get_definitions", "get_definations"),
     "include_dirs": ("get_include_dirs",),
@@ -156,6 +158,9 @@ def alone(field: str, value: str) -> CppDeviceOptions:
 
 
 def _learn(builder: type) -> Rendering:
+    # The running CppBuilder renders a line with no options, then each field holding one
+    # marker value: the words the marker adds are that field's rendering (torch 2.6's
+    # "-I{dir}" and 2.13's "-I{shlex.quote(dir)}" alike; -D's "-D {value}" is two words).
     base = split(command_line(builder, CppDeviceOptions.empty()))
     fields: dict[str, FieldRendering] = {}
     for field in FIELDS:
@@ -187,6 +192,8 @@ def _kept_whole(
 def _layout(
     words: list[str], fields: Mapping[str, FieldRendering]
 ) -> tuple[str | tuple[str, ...], ...]:
+    # Where each field lands on a full line, in the running torch's order: the literal
+    # words between fields are kept as they are (compiler, sources, -o, torch's own flags).
     instances = {
         field: [word.replace(_VALUE, _marker(field)) for word in rendering.words]
         for field, rendering in fields.items()
@@ -246,6 +253,8 @@ def command_line(builder: type, options: CppDeviceOptions) -> str:
     if probe_class is None:
         made = _probe_options_class(builder)
         probe_class = _probe_classes.put(builder, made)
+    # CppBuilder(name, sources, BuildOption, output_dir) and get_command_line() are public on
+    # torch 2.6-2.15; nothing is compiled.
     command: str = builder(
         _PROBE, [f"{_PROBE}.cpp"], probe_class(options), output_dir=f"/{_PROBE}"
     ).get_command_line()
@@ -257,6 +266,8 @@ def _probe_options_class(builder: type) -> type:
     spelling torch has used, answer the given lists and nothing else."""
     base: type = sys.modules[builder.__module__].BuildOptionsBase
 
+    # BuildOptionsBase() with no arguments: every list empty (torch 2.6-2.15); its other
+    # getters (compile_only, aot_mode, ...) keep torch's defaults.
     class ProbeOptions(base):  # type: ignore[misc]
         def __init__(self, options: CppDeviceOptions) -> None:
             super().__init__()

@@ -15,7 +15,8 @@ class CppDeviceOptions(NamedTuple):
     """The seven lists ``get_cpp_torch_device_options`` returns, by name.
 
     A provider may return it or a plain tuple or list of seven lists of ``str``; the package hands
-    Inductor the plain tuple torch's function returns (:meth:`as_tuple`).
+    Inductor the record itself, a copy, which Inductor unpacks as it unpacks torch's 7-tuple
+    (:meth:`as_tuple` gives that plain tuple).
 
     Example:
         >>> import inductor_device_options as ido
@@ -49,7 +50,7 @@ class CppDeviceOptions(NamedTuple):
     def as_tuple(
         self,
     ) -> tuple[list[str], list[str], list[str], list[str], list[str], list[str], list[str]]:
-        """The plain 7-tuple of fresh lists, the type torch's function returns."""
+        """The plain 7-tuple of fresh lists, the type torch's own function returns."""
         copied = self.copy()
         return (
             copied.definitions,

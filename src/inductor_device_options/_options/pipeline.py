@@ -7,7 +7,7 @@ for a value the provider did not write as such, where it came from:
 1. **snapshot** (``rules.snapshot``): 7 sequences of ``str``, each read once, as plain lists
    of plain ``str``;
 2. **custom_op_libs**: ``config.aot_inductor.custom_op_libs`` appended to ``libraries``, as
-   stock torch does;
+   torch's own function does;
 3. **rules** (``rules.rule_problems``): what must hold whatever torch does, each value once;
 4. **fresh** (``freshness.fresh_options``): real paths and the SDK identity; the rules then
    check only the values this step made new (a real path that differs, the identity);
@@ -24,7 +24,6 @@ and torch's doors when a device is guaranteed); :func:`check_value` on one value
 
 from __future__ import annotations
 
-import functools
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -219,11 +218,12 @@ def where_from(
 
 
 def _custom_op_libs() -> tuple[str, ...]:
-    # Stock torch appends these for every device; a replaced function used to drop them.
+    # torch 2.13-2.15's get_cpp_torch_device_options appends these for every device (2.6 has
+    # no such config); a replaced function used to drop them.
     return tuple(getattr(_inductor_config().aot_inductor, "custom_op_libs", None) or ())
 
 
-@functools.cache
+@_state.cached(1)
 def _inductor_config() -> ModuleType:
     # Imported once: an import statement costs about 1 µs on every lookup.
     from torch._inductor import config

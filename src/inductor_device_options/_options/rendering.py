@@ -45,6 +45,8 @@ def rendering_problems(options: CppDeviceOptions) -> list[Problem]:
     learned = running_rendering()
     if learned is None:
         return _plain_word_problems(options)
+    # The common case costs one rendering and one split: a value is looked at alone only
+    # where the whole line is not what was meant.
     expected = learned.expected_words(options)
     if expected is not None:
         try:
@@ -82,6 +84,8 @@ def final_arguments(options: CppDeviceOptions) -> list[Argument]:
     return fallback
 
 
+# How torch 2.6-2.15's CppBuilder.__init__ renders each field on Linux ("-D {value}",
+# "-I{dir}", "-{flag}", "-L{dir}", "-l{name}"), quoting aside.
 _CONVENTIONAL: dict[str, tuple[str, ...]] = {
     "definitions": ("-D", ""),
     "include_dirs": ("-I",),

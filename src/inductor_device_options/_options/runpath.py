@@ -22,7 +22,8 @@ def runpath(directory: str | os.PathLike[str]) -> str:
     loader looks for the libraries it needs. The value is ``Wl,-rpath,<real path>``:
     an ldflag, because the command that precompiles headers gets no ldflags, while a linker
     option in ``passthrough_args`` reaches it too and makes it try to link (g++ ignores
-    ldflags in a compile-only command, where torch 2.6 still passes them). The path is
+    ldflags in a compile-only command, where torch 2.6's ``CppBuilder.get_command_line``
+    still passes them; 2.13's and 2.15's add them only to a linking command). The path is
     resolved first: a ``latest`` symlink re-pointed later does not change what a built
     module loads.
 

@@ -63,6 +63,7 @@ def tool_problems(
         cause = f"reaches g++ as {argument.text!r}, which {what_it_does}"
         problems.append(Problem.of_value(argument.field, argument.position, value, cause))
 
+    # Each argument with the one before it: -Xlinker and -D give the next word its meaning.
     for index, argument in enumerate(arguments):
         previous = arguments[index - 1].text if index else ""
         if previous in WHOLE_NEXT:
@@ -128,6 +129,8 @@ def split_word_cause(word: str, prefix: str, tool: str, environ: Mapping[str, st
 
 def _path_across_comma(payload: str) -> str | None:
     """A path that exists and runs across a comma of ``payload``, or None."""
+    # For each comma: a path starts at the first '/' of the piece before it, and may end
+    # at any '/' or ',' after it; the first such span that exists on disk is the culprit.
     comma = payload.find(",")
     while comma != -1:
         start = payload.rfind(",", 0, comma) + 1

@@ -5,7 +5,7 @@ One call gives Inductor what it needs to compile and link kernels for ``npu``::
     from inductor_device_options import ascend
     ascend.register()
 
-:func:`cpp_device_options` is the provider: what stock torch gives the device
+:func:`cpp_device_options` is the provider: the device's answer below
 (:func:`~inductor_device_options.default_cpp_device_options`: torch's include
 and lib dirs, ``config.aot_inductor.custom_op_libs``) plus everything torch_npu
 2.14.0's ``torch_npu/_inductor/cpp_builder.py`` adds for ``npu``:
@@ -22,7 +22,7 @@ and lib dirs, ``config.aot_inductor.custom_op_libs``) plus everything torch_npu
 * passthrough ``-DBUILD_LIBTORCH=ON -Wno-unused-function``.
 
 Unlike torch_npu's version, which reads ``$ASCEND_HOME_PATH`` only and
-replaces torch's function for every device, CANN is found (:func:`find_cann`) from
+replaces torch's own function for every device, CANN is found (:func:`find_cann`) from
 ``$ASCEND_HOME_PATH``, ``$ASCEND_TOOLKIT_HOME`` or the default install
 locations, in the classic ``ascend-toolkit`` layout, the 8.5+ ``cann`` layout and
 their ``<arch>-linux`` sub-trees, with ``latest``-style links resolved to the
@@ -94,7 +94,13 @@ def clear_cache() -> None:
         >>> from inductor_device_options import ascend
         >>> ascend.clear_cache()
     """
-    for cache in (_cann.searched, _torch_npu.searched, _provider.npu_options, _provider.merged):
+    for cache in (
+        _cann.searched,
+        _cann.machine,
+        _torch_npu.searched,
+        _provider.npu_options,
+        _provider.merged,
+    ):
         cache.cache_clear()
 
 

@@ -35,7 +35,6 @@ What the layouts look like (what this module relies on)
 from __future__ import annotations
 
 import errno
-import functools
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -169,7 +168,7 @@ def cann_version(cann: CannInstall) -> str | None:
     return None
 
 
-@functools.cache
+@cached
 def machine() -> str:
     """``platform.machine()`` without importing platform (CANN is Linux-only)."""
     if hasattr(os, "uname"):

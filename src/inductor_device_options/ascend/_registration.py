@@ -68,12 +68,12 @@ def patch_get_cpp_torch_device_options(
 
         torch._inductor.cpp_builder.get_cpp_torch_device_options = get_cpp_torch_device_options
 
-    i.e. it replaces torch's function for **every** device with its own copy,
+    i.e. it replaces torch's own function for **every** device with its own copy,
     which drops torch's later changes (``custom_op_libs``, cross-compilation,
     fbcode paths, other backends' options) and reads only ``$ASCEND_HOME_PATH``.
 
     This registers :func:`cpp_device_options` for ``device_type`` instead and
-    leaves torch's function in charge of every other device.  Where
+    leaves every other device to the function below.  Where
     ``torch._inductor.cpp_builder`` has the upstream
     ``register_cpp_device_options``, the registration goes through it
     (:mod:`inductor_device_options` registers natively and does not replace

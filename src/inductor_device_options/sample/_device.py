@@ -64,8 +64,10 @@ def _make_device_module() -> ModuleType:
         # Kernels run synchronously on the host.
         _device_index(device)
 
-    # torch.manual_seed asks for these two. The device has no generator of its own:
-    # random ops fall back to the CPU, whose generator torch.manual_seed seeds.
+    # torch.manual_seed asks for these two (torch.random.manual_seed calls
+    # _seed_custom_device, which asks the PrivateUse1 device module for them). The device
+    # has no generator of its own: random ops fall back to the CPU, whose generator
+    # torch.manual_seed seeds.
     def _is_in_bad_fork() -> bool:
         return False
 
@@ -104,6 +106,6 @@ def register_device() -> None:
         # Raises when another backend already took the PrivateUse1 slot.
         rename_privateuse1_backend(DEVICE_NAME)
     if not hasattr(torch, DEVICE_NAME):
-        torch._register_device_module(DEVICE_NAME, _make_device_module())  # type: ignore[no-untyped-call]
+        torch._register_device_module(DEVICE_NAME, _make_device_module())
     if not hasattr(torch.Tensor, f"is_{DEVICE_NAME}"):
         generate_methods_for_privateuse1_backend()

@@ -66,6 +66,8 @@ class SampledevDeviceOpOverrides(DeviceOpOverrides):
 class SampledevPythonWrapperCodegen(PythonWrapperCodegen):
     """Python wrapper (plain ``torch.compile``): calls the C++ kernels as for CPU."""
 
+    # *partition_signatures: torch 2.13 and 2.15 pass a fourth argument to create(), 2.6
+    # does not.
     @staticmethod
     def create(
         is_subgraph: bool,
@@ -88,6 +90,10 @@ class SampledevPythonWrapperCodegen(PythonWrapperCodegen):
         device: torch.device | None = None,
         **kwargs: Any,
     ) -> None:
+        # torch 2.13 and 2.15's PythonWrapperCodegen._generate_kernel_call_helper writes a
+        # C++ kernel's call for cpu and mps only and raises "device ... nyi" for any other;
+        # the call is the same as cpu's. (torch 2.6 has no such method: its
+        # generate_kernel_call writes the call for any device when gpu=False.)
         from torch._inductor.virtualized import V
 
         device = device or V.graph.get_current_device_or_throw()
@@ -106,7 +112,8 @@ class SampledevCppWrapperCodegen(CppWrapperCpu):
     """
 
     def __init__(self) -> None:
-        # CppWrapperCpu keeps a device set before its __init__ and defaults to "cpu".
+        # CppWrapperCpu keeps a device set before its __init__ and defaults to "cpu"
+        # (torch 2.6-2.15: ``if not hasattr(self, "device"): self.device = "cpu"``).
         self.device = DEVICE_NAME
         super().__init__()  # type: ignore[no-untyped-call]
 
