@@ -196,3 +196,14 @@ def test_without_the_package_the_worker_builds_with_torch_s_defaults(site: Path)
     )
     assert not reported["package"]
     assert reported["error"] is not None and "C++ compile error" in reported["error"]
+
+
+def test_the_module_imports_first_in_a_fresh_process() -> None:
+    """Importing it imports subproc_pool, whose installer calls back into it: it must be
+    whole by then (it was not: AttributeError, partially initialized module)."""
+    finished = run_python(
+        "import inductor_device_options._hook.workers as workers\n"
+        "print(workers.CompileWorkerPickler.__mro__[1].__name__)\n"
+    )
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.split() == ["SubprocPickler"]

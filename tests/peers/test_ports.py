@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 from builds import _WRAPPER, LOG_ENV
-from support import TESTS_DIR, pythonpath_with
+from support import TESTS_DIR, pythonpath_with, shared_test_dir
 
 import inductor_device_options
 
@@ -42,6 +42,10 @@ REGDEV_DIR = Path(__file__).resolve().parent / "regdev"
 HOOK_DIR = Path(inductor_device_options.__file__).parent / "_hook"
 BACKENDS = ("npu_shaped", "openreg_shaped")
 VERSIONS = ("patch", "door")
+#: Where each backend's extension and SDK are built: the test run's shared builds, which the
+#: e2e tests (the sample device, tests/e2e/conftest.py) and test_regdev.py build too, each
+#: once a run (both builders are idempotent and safe for processes running at once).
+SHARED_BUILDS = {"npu_shaped": "sampledev", "openreg_shaped": "regdev/build"}
 DOOR_MODULES = ("removed_cflags", "shim_ops", "device_headers", "cache_key_details", "aot_load")
 
 
@@ -142,7 +146,7 @@ def ports(
 ) -> dict[str, dict[str, Any]]:
     backend = request.param
     base = tmp_path_factory.mktemp(backend)
-    build_dir = base / "build"
+    build_dir = shared_test_dir() / SHARED_BUILDS[backend]
     # The backend's extension (and SDK), built once; then both versions at once.
     built = subprocess.run(
         _worker("build", backend, str(build_dir)),

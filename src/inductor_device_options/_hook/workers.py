@@ -21,14 +21,7 @@ import os
 from types import ModuleType
 from typing import Any
 
-from torch._inductor.compile_worker.subproc_pool import SubprocPickler
-
 from .backports import BACKPORT_MARK
-
-
-class CompileWorkerPickler(SubprocPickler):
-    """torch's pickler, defined in the package: the pool's processes import it, and so the
-    package."""
 
 
 def install(module: ModuleType) -> None:
@@ -64,3 +57,13 @@ def _sidecar_finds_the_package() -> bool:
     find_binary = getattr(_utils_internal, "find_compile_subproc_binary", None)
     binary = find_binary() if find_binary is not None else None
     return binary is None and "TORCH_CUSTOM_PYTHONPATH" not in os.environ
+
+
+# Imported last: importing subproc_pool runs the package's installer for it, which calls this
+# module's install(), defined above by then (imported first, this module would be half made).
+from torch._inductor.compile_worker.subproc_pool import SubprocPickler  # noqa: E402
+
+
+class CompileWorkerPickler(SubprocPickler):
+    """torch's pickler, defined in the package: the pool's processes import it, and so the
+    package."""
