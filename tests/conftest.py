@@ -39,9 +39,19 @@ _config: pytest.Config | None = None
 _jobs_started_under: dict[str, str] = {}  # the environment that marks this process's jobs
 
 
+#: Inductor's vector-ISA probes, trusted to the CPU's flags: torch 2.13 and later
+#: (``config.cpp.vec_isa_ok``, read from the environment when ``torch._inductor.config`` is
+#: imported, after this) otherwise compile and load a probe in every fresh cache directory,
+#: about 7 s per compiling process here; torch 2.6 reads no such variable. Every test's
+#: process and those it starts inherit it; the tests of the probes call
+#: ``VecISA.check_build`` themselves (tests/test_hook_removed_cflags.py).
+VEC_ISA_ENV = "TORCHINDUCTOR_VEC_ISA_OK"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     global _session_dir, _config
     _config = config
+    os.environ.setdefault(VEC_ISA_ENV, "1")
     config.addinivalue_line("markers", "leg: run by CI's matrix legs (tests/matrix_legs.py)")
     if missing := missing_leg_modules():
         raise pytest.UsageError(f"tests/matrix_legs.py names no test module: {missing}")

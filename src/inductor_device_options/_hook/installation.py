@@ -118,8 +118,9 @@ def skipping_registry(
     """In native mode, how the chain asks the function below: torch's registry left out."""
 
     def answering(*args: Any, **kwargs: Any) -> Any:
-        # Asking torch's own function for a device it has no registration for gives the
-        # defaults every out-of-tree device gets, bypassing its registry.
+        # Asking torch's own function (native mode: upstream/pytorch's patch) for a device
+        # it has no registration for gives the defaults every out-of-tree device gets,
+        # bypassing its registry (DEFAULTS_PROBE_DEVICE).
         device_type = device_type_of(args, kwargs)
         registry = torch_registry(module) or {}
         if type(device_type) is str and device_type in registry:

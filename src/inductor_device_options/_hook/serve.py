@@ -25,8 +25,10 @@ Args = tuple[Any, ...]
 Kwargs = dict[str, Any]
 DeviceOptionsFunction = Callable[..., Any]
 
-# Never a registered device: asking torch's native function for it gives the
-# defaults every out-of-tree device gets, bypassing its registry.
+# Never a registered device: asking torch's native function for it gives the defaults every
+# out-of-tree device gets, bypassing its registry (torch with the design's registry, native
+# there with upstream/pytorch's patch: its get_cpp_torch_device_options reads
+# _cpp_device_options_registry only for a device registered in it).
 DEFAULTS_PROBE_DEVICE = "inductor_device_options_defaults_probe"
 
 

@@ -212,7 +212,9 @@ def _served(
 ) -> CppDeviceOptions | object | None:
     device_type = source.device_type
     if source.kind == "cpp_builder registration" and device_type in RESERVED_DEVICE_TYPES:
-        answer_below()  # torch's branches for its own devices run first, as in the design
+        # The design's get_cpp_torch_device_options (../shared/seed, upstream/pytorch's patch)
+        # runs its cuda/xpu/mps branches before it asks the registry: so does the package.
+        answer_below()
     if not source.guaranteed:  # torch's door: exactly what it gives
         if source.kind == "device interface":
             return _interface_options(provider, device_type, aot_mode, compile_only)
