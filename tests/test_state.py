@@ -15,9 +15,6 @@ from support import check_python
 _WALK = """
 import functools, importlib, inspect, json, pkgutil
 
-# The compile workers' module installs into this torch module at its import, as the pool's
-# sidecar loads it: imported first, as a process does.
-import torch._inductor.compile_worker.subproc_pool
 import inductor_device_options as package
 from inductor_device_options import _state, testing
 

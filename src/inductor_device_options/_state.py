@@ -138,7 +138,7 @@ registration_listeners: list[Callable[[str], None]] = []
 
 
 class Installed(Protocol):
-    """What this module knows of the hook's installation (``_hook/serve.Installation``,
+    """What this module knows of the hook's installation (``_hook/installation.Installation``,
     whose chain is a ``_hook`` type: naming it here would tie this module to that room)."""
 
     @property
@@ -181,7 +181,7 @@ class Frame:
 
 
 #: What a lookup under way offers its provider as the answer below: the device, aot_mode,
-#: compile_only, and the answer, computed at the first call (``_hook/serve``).
+#: compile_only, and the answer, computed at the first call (``_lookup/resolve``).
 OfferedAnswer = tuple[str, bool, bool, Callable[[], object]]
 
 

@@ -6,6 +6,7 @@ dispatcher the package registers in torch's native registry.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any, Literal, NamedTuple
 
@@ -34,7 +35,8 @@ class Installation(NamedTuple):
     module: ModuleType
     mode: Literal["hook", "native"]
     chain: Chain
-    native_register: Any = None  # torch's register_cpp_device_options (native mode)
+    #: torch's register_cpp_device_options (native mode).
+    native_register: Callable[[str, DeviceOptionsFunction], None] | None = None
     #: Whether the chain's lowest link asks DeviceInterface.get_cpp_device_options as
     #: torch 2.15 does (a torch before 2.15, whose own function does not).
     backport: bool = False
@@ -97,6 +99,9 @@ def native_dispatcher(
         {},
         lambda: answer_below(name, aot_mode, compile_only),
         own_dispatcher=native_dispatcher,
+        # It stands for the package's registrations alone: a guaranteed DeviceInterface is
+        # the chain's to serve, above torch's function.
+        serve_interfaces=False,
     )
     if served is None:  # The registration went away: give what torch gives.
         return answer_below(name, aot_mode, compile_only)

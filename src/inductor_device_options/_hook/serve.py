@@ -64,10 +64,14 @@ def serve_device(
     kwargs: Kwargs,
     answer_below: AnswerBelow,
     own_dispatcher: object = None,
+    *,
+    serve_interfaces: bool = True,
 ) -> Any:
     """What the package's sources give a normalized device asked of ``module``'s function
     (``cpp_builder``), or None: none serves it. The package's own door gives a fresh
-    :class:`CppDeviceOptions`, torch's doors what their callback returns."""
+    :class:`CppDeviceOptions`, torch's doors what their callback returns.
+    ``own_dispatcher`` and ``serve_interfaces``: as ``_lookup.resolve.find_source`` takes
+    them."""
     registry = torch_registry(module)
     if device_type in RESERVED_DEVICE_TYPES and (registry is None or device_type not in registry):
         return None
@@ -82,11 +86,9 @@ def serve_device(
         aot_mode,
         compile_only,
         answer_below,
+        serve_interfaces=serve_interfaces,
         own_dispatcher=own_dispatcher,
-        # Only torch 2.15 passes a fourth argument, cpp_stdlib=.
-        check=_cpp_stdlib_check(module, device_type, args, kwargs)
-        if len(args) > 3 or "cpp_stdlib" in kwargs
-        else None,
+        check=_cpp_stdlib_check(module, device_type, args, kwargs),
     )
     # Shared by every lookup that finished the same values: each caller gets its own lists.
     return served.copy() if isinstance(served, CppDeviceOptions) else served

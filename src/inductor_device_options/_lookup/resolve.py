@@ -183,7 +183,9 @@ def serve(
     if device_type in this_thread.serving:
         raise _recursion_error(device_type, found.description)
     this_thread.serving.add(device_type)
-    this_thread.offers.append((device_type, aot_mode, compile_only, _once(answer_below)))
+    # Computed once for the lookup, whoever asks: the provider, torch's branches, a fallback.
+    answer_below = _once(answer_below)
+    this_thread.offers.append((device_type, aot_mode, compile_only, answer_below))
     try:
         return _served(found.source, provider, aot_mode, compile_only, answer_below)
     finally:
@@ -192,7 +194,7 @@ def serve(
 
 
 def _once(answer_below: AnswerBelow) -> AnswerBelow:
-    """``answer_below``, computed at the first call only (a provider may ask twice)."""
+    """``answer_below``, computed at the first call only."""
     computed: list[object] = []
 
     def once() -> object:
