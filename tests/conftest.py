@@ -26,11 +26,13 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 
 import pytest
 from matrix_legs import in_leg, missing_leg_modules
 from support import SHARED_DIR_ENV, TESTS_PROCESS_ENV
+from vec_isa_site.sitecustomize import install as trust_vec_isa_in_this_process
 
 from inductor_device_options._demo.distributed import stop_job_processes
 
@@ -42,16 +44,21 @@ _jobs_started_under: dict[str, str] = {}  # the environment that marks this proc
 #: Inductor's vector-ISA probes, trusted to the CPU's flags: torch 2.13 and later
 #: (``config.cpp.vec_isa_ok``, read from the environment when ``torch._inductor.config`` is
 #: imported, after this) otherwise compile and load a probe in every fresh cache directory,
-#: about 7 s per compiling process here; torch 2.6 reads no such variable. Every test's
-#: process and those it starts inherit it; the tests of the probes call
+#: about 7 s per compiling process here. torch 2.6 reads no such variable: the sitecustomize
+#: in VEC_ISA_SITE, last on PYTHONPATH, sets the value in every process (this one too).
+#: Every test's process and those it starts inherit both; the tests of the probes call
 #: ``VecISA.check_build`` themselves (tests/test_hook_removed_cflags.py).
 VEC_ISA_ENV = "TORCHINDUCTOR_VEC_ISA_OK"
+VEC_ISA_SITE = Path(__file__).resolve().parent / "vec_isa_site"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     global _session_dir, _config
     _config = config
     os.environ.setdefault(VEC_ISA_ENV, "1")
+    existing = [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []
+    os.environ["PYTHONPATH"] = os.pathsep.join([*existing, str(VEC_ISA_SITE)])
+    trust_vec_isa_in_this_process()
     config.addinivalue_line("markers", "leg: run by CI's matrix legs (tests/matrix_legs.py)")
     if missing := missing_leg_modules():
         raise pytest.UsageError(f"tests/matrix_legs.py names no test module: {missing}")

@@ -21,6 +21,7 @@ TESTS_DIR = Path(__file__).resolve().parent
 LEG_MODULES = frozenset(
     {
         "test_hook.py",
+        "test_vec_isa_site.py",
         "test_hook_workers.py",
         "test_autoload_disable.py",
         "test_lookup_registry.py",
