@@ -42,12 +42,21 @@ def observer(is_served: Callable[[str], bool]) -> Callable[[object], None]:
     device is served (``is_served``) and its wrapper codegen reports another device type,
     which is the one asked, warn once per (device, asked)."""
     modules = sys.modules
+    # Where V.graph lives, read once per module object (a reload makes another): reading it
+    # again on each question doubled what the hook adds to a cpu lookup during a compile.
+    slot_of: ModuleType | None = None
+    local: Any = None
+    key: str | None = None
+    null: type = type(None)
 
     def observe_question(device_type: object) -> None:
+        nonlocal slot_of, local, key, null
         virtualized = modules.get("torch._inductor.virtualized")
         if virtualized is None or type(device_type) is not str:
             return
-        local, key, null = _graph_slot(virtualized)
+        if virtualized is not slot_of:
+            local, key, null = _graph_slot(virtualized)
+            slot_of = virtualized
         # The thread-local slot behind V.graph: asking V.graph raises and catches an
         # AttributeError and builds a NullHandler on every question outside a compile.
         graph = virtualized.V.graph if key is None else local.__dict__.get(key)
