@@ -5,8 +5,9 @@ torch 2.13 and later read ``TORCHINDUCTOR_VEC_ISA_OK`` (tests/conftest.py sets i
 ``VecISA.__bool__``) reads no variable, and compiles and loads a probe in every fresh cache
 directory: 8 to 10 s per compiling process. tests/conftest.py puts this directory last on
 PYTHONPATH, so that each process a test starts sets the value when it imports
-``torch._inductor.config``, where no variable set it. A sitecustomize found after this one
-on ``sys.path`` (upstream/verify.py's import overlay puts its own first) still runs.
+``torch._inductor.config``, where no variable set it. The sitecustomize after this one on
+``sys.path`` still runs, and one before it that runs the next it finds (upstream/verify.py's
+import overlay, first on PYTHONPATH) runs this one, once.
 """
 
 from __future__ import annotations
@@ -61,9 +62,12 @@ def install() -> None:
 
 
 def _run_next_sitecustomize() -> None:
+    """The one after this directory on ``sys.path``: one before it that runs the next one
+    found past itself (upstream/verify.py's) has run already, and ran this one."""
     here = os.path.dirname(os.path.abspath(__file__))
-    rest = [entry for entry in sys.path if os.path.abspath(entry or os.curdir) != here]
-    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    entries = [os.path.abspath(entry or os.curdir) for entry in sys.path]
+    after = entries[entries.index(here) + 1 :] if here in entries else []
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", after)
     if spec is not None and spec.loader is not None:
         spec.loader.exec_module(importlib.util.module_from_spec(spec))
 
