@@ -68,6 +68,10 @@ ALLOWED = {
         "register_device_op_overrides"
     ),
     "torch._inductor.codegen.common.device_codegens['DEVICE']": "register_backend_for_device",
+    # With the upstream registry in torch (native mode), the package registers through it.
+    "torch._inductor.cpp_builder._cpp_device_options_registry['DEVICE']": (
+        "cpp_builder.register_cpp_device_options"
+    ),
 }
 #: Namespaces and containers torch's registration APIs write whole.
 ALLOWED_PREFIXES = {

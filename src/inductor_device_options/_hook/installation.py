@@ -16,6 +16,7 @@ from .._lookup.interfaces import interface_defining_cpp_options
 from .._options.model import CppDeviceOptions
 from .._source import FoundSource
 from .._torch_names import CPP_BUILDER, FUNCTION
+from .backports import is_torch_function
 from .chain import Chain
 from .disable import DISABLE_ENV, disabled
 from .in_progress import bypassing, is_bypassed
@@ -121,14 +122,21 @@ def skipping_registry(
     module: ModuleType, function_below: DeviceOptionsFunction
 ) -> DeviceOptionsFunction:
     """In native mode, how the chain asks the function below: torch's registry left out."""
+    torchs_own = is_torch_function(function_below)
 
     def answering(*args: Any, **kwargs: Any) -> Any:
-        # Asking torch's own function (native mode: upstream/pytorch's patch) for a device
-        # it has no registration for gives the defaults every out-of-tree device gets,
-        # bypassing its registry (DEFAULTS_PROBE_DEVICE).
         device_type = device_type_of(args, kwargs)
         registry = torch_registry(module) or {}
         if type(device_type) is str and device_type in registry:
+            if not torchs_own:
+                # A backend's function (a replacement assigned before the package) answers
+                # for the device itself; where it calls torch's own, the registry's entry
+                # for the device, while bypassed, gives the defaults (native_dispatcher).
+                with bypassing(device_type):
+                    return function_below(*args, **kwargs)
+            # Asking torch's own function (native mode: upstream/pytorch's patch) for a
+            # device it has no registration for gives the defaults every out-of-tree device
+            # gets, bypassing its registry (DEFAULTS_PROBE_DEVICE).
             args, kwargs = for_device(DEFAULTS_PROBE_DEVICE, args, kwargs)
         return function_below(*args, **kwargs)
 
