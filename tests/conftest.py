@@ -56,8 +56,10 @@ def pytest_configure(config: pytest.Config) -> None:
     global _session_dir, _config
     _config = config
     os.environ.setdefault(VEC_ISA_ENV, "1")
-    existing = [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []
-    os.environ["PYTHONPATH"] = os.pathsep.join([*existing, str(VEC_ISA_SITE)])
+    # Once: an xdist worker inherits the controller's PYTHONPATH with it already there.
+    entries = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    if str(VEC_ISA_SITE) not in entries:
+        os.environ["PYTHONPATH"] = os.pathsep.join([*entries, str(VEC_ISA_SITE)])
     trust_vec_isa_in_this_process()
     config.addinivalue_line("markers", "leg: run by CI's matrix legs (tests/matrix_legs.py)")
     if missing := missing_leg_modules():
